@@ -1,0 +1,131 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Process is a child process started by the environment, with its output
+// kept in a log file for tests to show on failure.
+type Process struct {
+	Name    string
+	LogPath string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	err     error
+}
+
+// StartProcess starts a binary from bin/ with args and env (added to the
+// current environment), logging to dir/<name>.log.
+func StartProcess(name, dir string, args, env []string) (*Process, error) {
+	path, err := Binary(name)
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, name+".log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	// Own process group, and die with the test binary.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &Process{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop sends SIGTERM, then SIGKILL after the grace period.
+func (p *Process) Stop(grace time.Duration) error {
+	if p.Exited() {
+		return nil
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+	return nil
+}
+
+// Log returns the tail of the process output (at most max bytes).
+func (p *Process) Log(max int) string {
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return fmt.Sprintf("<cannot read %s: %v>", p.LogPath, err)
+	}
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}
+
+// WaitHTTPOK polls url until it answers 200, the process exits, or the
+// timeout passes.
+func (p *Process) WaitHTTPOK(ctx context.Context, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := hc.Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited before %s was ready (%v); log tail:\n%s", p.Name, url, p.err, p.Log(4000))
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %s not ready after %s; log tail:\n%s", p.Name, url, timeout, p.Log(4000))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// FreePort returns a free TCP port on 127.0.0.1.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, errors.New("unexpected listener address")
+	}
+	return addr.Port, nil
+}
