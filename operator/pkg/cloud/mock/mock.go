@@ -145,7 +145,7 @@ func (p *Provider) Seed(ctx context.Context, c cloud.ClusterRef, st ClusterState
 		}
 	}
 	for name, ng := range st.NodeGroups {
-		if err := p.ensureNodes(ctx, name, ng); err != nil {
+		if err := p.ensureNodes(ctx, st.Name, name, ng); err != nil {
 			return err
 		}
 	}
@@ -374,9 +374,12 @@ func (p *Provider) PollOperation(ctx context.Context, c cloud.ClusterRef, opID s
 			if op.FailAtEnd {
 				op.State, op.Message = string(cloud.OperationFailed), "simulated failure of "+op.Kind
 			} else {
-				effect = p.apply(st, op)
+				p.apply(st, op)
 				op.State = string(cloud.OperationSucceeded)
 			}
+		}
+		if op.State == string(cloud.OperationSucceeded) {
+			effect = p.nodeEffect(st, op)
 		}
 		status = cloud.OperationStatus{State: cloud.OperationState(op.State), Message: op.Message}
 		if op.State == string(cloud.OperationRunning) {
@@ -394,21 +397,15 @@ func (p *Provider) PollOperation(ctx context.Context, c cloud.ClusterRef, opID s
 	return &status, nil
 }
 
-// apply changes the state for a finished operation and returns the change
-// to make to Kubernetes Nodes (done after the state is stored; it is
-// idempotent, so a crash in between is repaired by ensureNodes on the next
-// poll of any operation of the group).
-func (p *Provider) apply(st *ClusterState, op *Operation) func(context.Context) error {
+// apply changes the state for a finished operation.
+func (p *Provider) apply(st *ClusterState, op *Operation) {
 	switch op.Kind {
 	case OpStartControlPlaneUpgrade:
 		st.Version = op.Version
 	case OpStartAddonUpdate:
 		st.Addons[strings.TrimPrefix(op.Target, "addon/")].Version = op.Version
 	case OpStartNodeGroupUpgrade:
-		name := strings.TrimPrefix(op.Target, "nodegroup/")
-		ng := st.NodeGroups[name]
-		ng.Version = op.Version
-		return func(ctx context.Context) error { return p.ensureNodes(ctx, name, ng) }
+		st.NodeGroups[strings.TrimPrefix(op.Target, "nodegroup/")].Version = op.Version
 	case OpStartCreateNodeGroup:
 		ng := st.NodeGroups[op.Group.Name]
 		if ng == nil {
@@ -417,12 +414,31 @@ func (p *Provider) apply(st *ClusterState, op *Operation) func(context.Context) 
 		}
 		ng.Status = "ACTIVE"
 		ng.Version, ng.Size, ng.InstanceTypes, ng.Labels, ng.Taints = op.Group.Version, op.Group.Size, op.Group.InstanceTypes, op.Group.Labels, op.Group.Taints
-		name := op.Group.Name
-		return func(ctx context.Context) error { return p.ensureNodes(ctx, name, ng) }
 	case OpStartDeleteNodeGroup:
-		name := strings.TrimPrefix(op.Target, "nodegroup/")
-		delete(st.NodeGroups, name)
-		return func(ctx context.Context) error { return p.deleteNodes(ctx, name) }
+		delete(st.NodeGroups, strings.TrimPrefix(op.Target, "nodegroup/"))
+	}
+}
+
+// nodeEffect is the change a succeeded operation makes to Kubernetes
+// Nodes. It is idempotent and runs on every poll of a succeeded operation,
+// so a crash between storing the state and changing the Nodes is repaired
+// by the next poll.
+func (p *Provider) nodeEffect(st *ClusterState, op *Operation) func(context.Context) error {
+	name := strings.TrimPrefix(op.Target, "nodegroup/")
+	switch op.Kind {
+	case OpStartNodeGroupUpgrade, OpStartCreateNodeGroup:
+		ng := st.NodeGroups[name]
+		if ng == nil {
+			return nil
+		}
+		cluster := st.Name
+		return func(ctx context.Context) error { return p.ensureNodes(ctx, cluster, name, ng) }
+	case OpStartDeleteNodeGroup:
+		if _, ok := st.NodeGroups[name]; ok {
+			return nil // re-created since; leave its Nodes alone
+		}
+		cluster := st.Name
+		return func(ctx context.Context) error { return p.deleteNodes(ctx, cluster, name) }
 	}
 	return nil
 }

@@ -16,19 +16,26 @@ import (
 // condition itself.
 const KwokAnnotation = "kwok.x-k8s.io/node"
 
-func nodeName(group string, i int32) string { return fmt.Sprintf("%s-node-%d", group, i) }
+// ClusterLabel names the simulated cluster a Node belongs to (several
+// simulated clusters may share one Kubernetes API server in tests).
+const ClusterLabel = "mock.ops.observability.tidbcloud.com/cluster"
+
+func nodeName(cluster, group string, i int32) string {
+	return fmt.Sprintf("%s-%s-node-%d", cluster, group, i)
+}
 
 // ensureNodes makes the group's Nodes match its state: one Node per unit of
 // size, labelled with the group, its instance type and labels, tainted with
 // its taints, and reporting its version. Idempotent.
-func (p *Provider) ensureNodes(ctx context.Context, group string, ng *NodeGroupState) error {
+func (p *Provider) ensureNodes(ctx context.Context, cluster, group string, ng *NodeGroupState) error {
 	for i := int32(0); i < ng.Size; i++ {
 		labels := copyMap(ng.Labels)
 		if labels == nil {
 			labels = map[string]string{}
 		}
 		labels[NodeGroupLabel] = group
-		labels[corev1.LabelHostname] = nodeName(group, i)
+		labels[ClusterLabel] = cluster
+		labels[corev1.LabelHostname] = nodeName(cluster, group, i)
 		labels["kubernetes.io/os"] = "linux"
 		labels["type"] = "kwok"
 		if len(ng.InstanceTypes) > 0 {
@@ -39,11 +46,11 @@ func (p *Provider) ensureNodes(ctx context.Context, group string, ng *NodeGroupS
 			taints = append(taints, corev1.Taint{Key: t.Key, Value: t.Value, Effect: corev1.TaintEffect(t.Effect)})
 		}
 		node := &corev1.Node{}
-		err := p.Client.Get(ctx, client.ObjectKey{Name: nodeName(group, i)}, node)
+		err := p.Client.Get(ctx, client.ObjectKey{Name: nodeName(cluster, group, i)}, node)
 		switch {
 		case apierrors.IsNotFound(err):
 			node = &corev1.Node{
-				ObjectMeta: metav1.ObjectMeta{Name: nodeName(group, i), Labels: labels, Annotations: map[string]string{KwokAnnotation: "fake"}},
+				ObjectMeta: metav1.ObjectMeta{Name: nodeName(cluster, group, i), Labels: labels, Annotations: map[string]string{KwokAnnotation: "fake"}},
 				Spec:       corev1.NodeSpec{Taints: taints},
 			}
 			if err := p.Client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -85,8 +92,8 @@ func (p *Provider) setNodeStatus(ctx context.Context, node *corev1.Node, version
 }
 
 // deleteNodes removes every Node of the group.
-func (p *Provider) deleteNodes(ctx context.Context, group string) error {
-	return p.Client.DeleteAllOf(ctx, &corev1.Node{}, client.MatchingLabels{NodeGroupLabel: group})
+func (p *Provider) deleteNodes(ctx context.Context, cluster, group string) error {
+	return p.Client.DeleteAllOf(ctx, &corev1.Node{}, client.MatchingLabels{NodeGroupLabel: group, ClusterLabel: cluster})
 }
 
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }

@@ -1,0 +1,348 @@
+// Package conformance is one test suite that every cloud.Provider
+// implementation runs against its fake endpoint (and the mock cloud runs
+// against itself), so that all providers behave the same for the
+// reconciler: describe, upgrade and poll, list, in-place upgrade,
+// clone-create, delete, addons, throttling then success, permanent errors,
+// idempotent starts, and resuming a poll from a stored id in a fresh client.
+package conformance
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+)
+
+// Call kinds a harness can inject faults into (the names of the
+// cloud.Provider methods).
+const (
+	DescribeCluster          = "DescribeCluster"
+	StartControlPlaneUpgrade = "StartControlPlaneUpgrade"
+	ListNodeGroups           = "ListNodeGroups"
+	StartNodeGroupUpgrade    = "StartNodeGroupUpgrade"
+	StartCreateNodeGroup     = "StartCreateNodeGroup"
+	StartDeleteNodeGroup     = "StartDeleteNodeGroup"
+	ListAddons               = "ListAddons"
+	StartAddonUpdate         = "StartAddonUpdate"
+	PollOperation            = "PollOperation"
+)
+
+// Fixture is what every fake cloud starts with: a cluster at
+// FromVersion with node groups GroupA and GroupB of two nodes each, and,
+// where addons are supported, addon Addon at AddonFrom offering AddonTo.
+type Fixture struct {
+	FromVersion string
+	// TargetVersion is what the suite upgrades to (1.30, or ACK's full
+	// version).
+	TargetVersion string
+	GroupA        string
+	GroupB        string
+	// NewGroup is a free name valid for the provider (AKS: ≤12 lowercase
+	// alphanumerics).
+	NewGroup  string
+	Addon     string
+	AddonFrom string
+	AddonTo   string
+}
+
+// Harness connects the suite to one provider and its fake cloud.
+type Harness struct {
+	Fixture Fixture
+	// New starts a fresh fake cloud holding the fixture and returns a
+	// provider pointed at it.
+	New func(t *testing.T) (cloud.Provider, cloud.ClusterRef)
+	// Fresh returns a new provider instance (new SDK client) against the
+	// cloud of the last New, as a restarted operator would build.
+	Fresh func(t *testing.T) cloud.Provider
+	// Inject makes the next n calls of kind fail: retryably (throttling)
+	// when permanent is false, permanently otherwise.
+	Inject func(kind string, n int, permanent bool)
+	// PollLimit bounds the polls of one operation (fake clouds finish
+	// operations after a few polls).
+	PollLimit int
+}
+
+// Run runs the suite.
+func Run(t *testing.T, h Harness) {
+	if h.PollLimit == 0 {
+		h.PollLimit = 50
+	}
+	fx := h.Fixture
+	ctx := context.Background()
+
+	t.Run("describe", func(t *testing.T) {
+		p, ref := h.New(t)
+		c, err := p.DescribeCluster(ctx, ref)
+		must(t, err)
+		if c.Version == "" || !sameMinor(c.Version, fx.FromVersion) {
+			t.Fatalf("version %q, want %s", c.Version, fx.FromVersion)
+		}
+		if p.NodeGroupLabel() == "" {
+			t.Fatal("empty node group label")
+		}
+	})
+
+	t.Run("describe a missing cluster is NotFound", func(t *testing.T) {
+		p, ref := h.New(t)
+		ref.Name += "-missing"
+		ref.ClusterID += "-missing"
+		_, err := p.DescribeCluster(ctx, ref)
+		if !cloud.IsNotFound(err) {
+			t.Fatalf("got %v (%s), want NotFound", err, cloud.KindOf(err))
+		}
+	})
+
+	t.Run("control plane upgrade and poll", func(t *testing.T) {
+		p, ref := h.New(t)
+		id, err := p.StartControlPlaneUpgrade(ctx, ref, fx.TargetVersion, "tok-cp")
+		must(t, err)
+		waitDone(t, h, p, ref, id)
+		c, err := p.DescribeCluster(ctx, ref)
+		must(t, err)
+		if !sameMinor(c.Version, fx.TargetVersion) {
+			t.Fatalf("version after upgrade %q, want %s", c.Version, fx.TargetVersion)
+		}
+	})
+
+	t.Run("the same token does not start a second operation", func(t *testing.T) {
+		p, ref := h.New(t)
+		id1, err := p.StartNodeGroupUpgrade(ctx, ref, fx.GroupA, fx.TargetVersion, "tok-same")
+		must(t, err)
+		id2, err := p.StartNodeGroupUpgrade(ctx, ref, fx.GroupA, fx.TargetVersion, "tok-same")
+		must(t, err)
+		if id1 != id2 {
+			t.Fatalf("repeated start returned %q then %q", id1, id2)
+		}
+		waitDone(t, h, p, ref, id1)
+	})
+
+	t.Run("list node groups", func(t *testing.T) {
+		p, ref := h.New(t)
+		groups, err := p.ListNodeGroups(ctx, ref)
+		must(t, err)
+		a := find(groups, fx.GroupA)
+		if a == nil || find(groups, fx.GroupB) == nil {
+			t.Fatalf("groups %v lack %s or %s", names(groups), fx.GroupA, fx.GroupB)
+		}
+		if a.DesiredSize != 2 || len(a.InstanceTypes) == 0 {
+			t.Fatalf("group %s: size %d instance types %v", a.Name, a.DesiredSize, a.InstanceTypes)
+		}
+	})
+
+	t.Run("in-place node group upgrade", func(t *testing.T) {
+		p, ref := h.New(t)
+		id, err := p.StartNodeGroupUpgrade(ctx, ref, fx.GroupA, fx.TargetVersion, "tok-ip")
+		must(t, err)
+		waitDone(t, h, p, ref, id)
+		groups, err := p.ListNodeGroups(ctx, ref)
+		must(t, err)
+		if g := find(groups, fx.GroupA); g == nil || !sameMinor(g.Version, fx.TargetVersion) {
+			t.Fatalf("group after upgrade: %+v", g)
+		}
+	})
+
+	t.Run("clone-create then delete", func(t *testing.T) {
+		p, ref := h.New(t)
+		groups, err := p.ListNodeGroups(ctx, ref)
+		must(t, err)
+		old := find(groups, fx.GroupB)
+		clone := *old
+		clone.Name, clone.Version = fx.NewGroup, fx.TargetVersion
+		id, err := p.StartCreateNodeGroup(ctx, ref, clone, "tok-create")
+		must(t, err)
+		waitDone(t, h, p, ref, id)
+		groups, err = p.ListNodeGroups(ctx, ref)
+		must(t, err)
+		n := find(groups, fx.NewGroup)
+		if n == nil {
+			t.Fatalf("created group missing from %v", names(groups))
+		}
+		if n.DesiredSize != old.DesiredSize || !equal(n.InstanceTypes, old.InstanceTypes) || !sameMinor(n.Version, fx.TargetVersion) {
+			t.Fatalf("clone %+v differs from %+v", n, old)
+		}
+		for k, v := range old.Labels {
+			if n.Labels[k] != v {
+				t.Fatalf("clone lacks label %s=%s: %v", k, v, n.Labels)
+			}
+		}
+		id, err = p.StartDeleteNodeGroup(ctx, ref, fx.GroupB, "tok-delete")
+		must(t, err)
+		waitDone(t, h, p, ref, id)
+		groups, err = p.ListNodeGroups(ctx, ref)
+		must(t, err)
+		if find(groups, fx.GroupB) != nil {
+			t.Fatalf("deleted group still listed: %v", names(groups))
+		}
+	})
+
+	t.Run("addons", func(t *testing.T) {
+		p, ref := h.New(t)
+		if !p.SupportsAddons() {
+			_, err := p.ListAddons(ctx, ref)
+			if cloud.KindOf(err) != cloud.Unsupported {
+				t.Fatalf("ListAddons on %s: %v, want Unsupported", p.Name(), err)
+			}
+			_, err = p.StartAddonUpdate(ctx, ref, cloud.AddonUpdate{Name: "x", Version: "v1"}, "tok")
+			if cloud.KindOf(err) != cloud.Unsupported {
+				t.Fatalf("StartAddonUpdate on %s: %v, want Unsupported", p.Name(), err)
+			}
+			return
+		}
+		addons, err := p.ListAddons(ctx, ref)
+		must(t, err)
+		var a *cloud.Addon
+		for i := range addons {
+			if addons[i].Name == fx.Addon {
+				a = &addons[i]
+			}
+		}
+		if a == nil || a.Version != fx.AddonFrom || !containsStr(a.AvailableVersions, fx.AddonTo) {
+			t.Fatalf("addon %s: %+v", fx.Addon, a)
+		}
+		id, err := p.StartAddonUpdate(ctx, ref, cloud.AddonUpdate{Name: fx.Addon, Version: fx.AddonTo, ResolveConflicts: "PRESERVE"}, "tok-addon")
+		must(t, err)
+		waitDone(t, h, p, ref, id)
+		addons, err = p.ListAddons(ctx, ref)
+		must(t, err)
+		for _, x := range addons {
+			if x.Name == fx.Addon && x.Version != fx.AddonTo {
+				t.Fatalf("addon after update at %s, want %s", x.Version, fx.AddonTo)
+			}
+		}
+	})
+
+	t.Run("throttling then success", func(t *testing.T) {
+		p, ref := h.New(t)
+		h.Inject(DescribeCluster, 1, false)
+		_, err := p.DescribeCluster(ctx, ref)
+		if !cloud.IsRetryable(err) {
+			t.Fatalf("throttled call: %v (%s), want retryable", err, cloud.KindOf(err))
+		}
+		_, err = p.DescribeCluster(ctx, ref)
+		must(t, err)
+		h.Inject(StartNodeGroupUpgrade, 1, false)
+		_, err = p.StartNodeGroupUpgrade(ctx, ref, fx.GroupA, fx.TargetVersion, "tok-thr")
+		if !cloud.IsRetryable(err) {
+			t.Fatalf("throttled start: %v, want retryable", err)
+		}
+		id, err := p.StartNodeGroupUpgrade(ctx, ref, fx.GroupA, fx.TargetVersion, "tok-thr")
+		must(t, err)
+		waitDone(t, h, p, ref, id)
+	})
+
+	t.Run("permanent error", func(t *testing.T) {
+		p, ref := h.New(t)
+		h.Inject(StartControlPlaneUpgrade, 1, true)
+		_, err := p.StartControlPlaneUpgrade(ctx, ref, fx.TargetVersion, "tok-perm")
+		if err == nil || cloud.IsRetryable(err) {
+			t.Fatalf("got %v, want a permanent error", err)
+		}
+		if err.Error() == "" {
+			t.Fatal("empty message")
+		}
+	})
+
+	t.Run("resume polling from a stored id in a fresh client", func(t *testing.T) {
+		p, ref := h.New(t)
+		id, err := p.StartNodeGroupUpgrade(ctx, ref, fx.GroupB, fx.TargetVersion, "tok-resume")
+		must(t, err)
+		fresh := h.Fresh(t)
+		waitDone(t, h, fresh, ref, id)
+		groups, err := fresh.ListNodeGroups(ctx, ref)
+		must(t, err)
+		if g := find(groups, fx.GroupB); g == nil || !sameMinor(g.Version, fx.TargetVersion) {
+			t.Fatalf("group after resumed upgrade: %+v", g)
+		}
+	})
+}
+
+func waitDone(t *testing.T, h Harness, p cloud.Provider, ref cloud.ClusterRef, id string) {
+	t.Helper()
+	if id == "" {
+		t.Fatal("empty operation id")
+	}
+	for i := 0; i < h.PollLimit; i++ {
+		st, err := p.PollOperation(context.Background(), ref, id)
+		if err != nil && !cloud.IsRetryable(err) {
+			t.Fatalf("poll %s: %v", id, err)
+		}
+		if err == nil {
+			switch st.State {
+			case cloud.OperationSucceeded:
+				return
+			case cloud.OperationFailed:
+				t.Fatalf("operation %s failed: %s", id, st.Message)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("operation %s not done after %d polls", id, h.PollLimit)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func find(groups []cloud.NodeGroup, name string) *cloud.NodeGroup {
+	for i := range groups {
+		if groups[i].Name == name {
+			return &groups[i]
+		}
+	}
+	return nil
+}
+
+func names(groups []cloud.NodeGroup) []string {
+	var out []string
+	for _, g := range groups {
+		out = append(out, g.Name)
+	}
+	return out
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// sameMinor compares major.minor, ignoring "v", patch and suffixes.
+func sameMinor(a, b string) bool { return majorMinor(a) == majorMinor(b) }
+
+func majorMinor(v string) string {
+	if len(v) > 0 && v[0] == 'v' {
+		v = v[1:]
+	}
+	dots := 0
+	for i, c := range v {
+		if c == '.' {
+			dots++
+			if dots == 2 {
+				return v[:i]
+			}
+		}
+		if c == '-' || c == '+' {
+			return v[:i]
+		}
+	}
+	return v
+}
