@@ -18,6 +18,8 @@ mkdir -p "$cache" "$bin"
 kube_version=v1.37.2
 kube_ldflags="-X k8s.io/component-base/version.gitVersion=${kube_version} -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=${kube_version}"
 
+vm_ldflags="-X github.com/VictoriaMetrics/VictoriaMetrics/lib/buildinfo.Version=v1.100.0-cluster"
+
 # name | tools module (under hack/tools) | package | extra ldflags
 tools=(
   "etcd|etcd|go.etcd.io/etcd/server/v3|"
@@ -29,6 +31,12 @@ tools=(
   "kube-scheduler|kube|k8s.io/kubernetes/cmd/kube-scheduler|${kube_ldflags}"
   "kubectl|kube|k8s.io/kubernetes/cmd/kubectl|${kube_ldflags}"
   "kwok|kwok|sigs.k8s.io/kwok/cmd/kwok|"
+  "vm-operator|vm-operator|github.com/VictoriaMetrics/operator/cmd|"
+  "vmstorage|victoriametrics|github.com/VictoriaMetrics/VictoriaMetrics/app/vmstorage|${vm_ldflags}"
+  "vminsert|victoriametrics|github.com/VictoriaMetrics/VictoriaMetrics/app/vminsert|${vm_ldflags}"
+  "vmselect|victoriametrics|github.com/VictoriaMetrics/VictoriaMetrics/app/vmselect|${vm_ldflags}"
+  "vmbackup|victoriametrics|github.com/VictoriaMetrics/VictoriaMetrics/app/vmbackup|${vm_ldflags}"
+  "vmrestore|victoriametrics|github.com/VictoriaMetrics/VictoriaMetrics/app/vmrestore|${vm_ldflags}"
 )
 
 want=("$@")

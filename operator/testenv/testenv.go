@@ -36,6 +36,9 @@ type Options struct {
 	AddToScheme []func(*runtime.Scheme) error
 	// ExtraCRDDirs are installed after crds/.
 	ExtraCRDDirs []string
+	// EtcdDataDir keeps etcd's data in a directory that outlives the
+	// environment (the local stack's state); empty: a temporary directory.
+	EtcdDataDir string
 }
 
 // Environment is a running control plane.
@@ -103,7 +106,7 @@ func Start(opts Options) (*Environment, error) {
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
 	env.ControlPlane.GetAPIServer().Path = apiserverPath
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath}
+	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, DataDir: opts.EtcdDataDir}
 	// kubectl is only used by tests that ask for it; point at bin/ anyway.
 	env.ControlPlane.KubectlPath = filepath.Join(mustBinDir(), "kubectl")
 
@@ -134,6 +137,10 @@ func Start(opts Options) (*Environment, error) {
 	}
 	return e, nil
 }
+
+// CertDir is the kube-apiserver's certificate directory (serving
+// certificate, service-account signing key sa-signer.key).
+func (e *Environment) CertDir() string { return e.env.ControlPlane.APIServer.CertDir }
 
 // Stop stops the control plane and removes the scratch directory.
 func (e *Environment) Stop() error {

@@ -1,8 +1,6 @@
-// Command ops-dev runs the local ops-server stack on 127.0.0.1: a real etcd
-// and kube-apiserver with every CRD of crds/ installed, and the real Flux
-// source-controller and helm-controller. It writes an admin kubeconfig to
-// <state-dir>/kubeconfig and runs in the foreground until interrupted;
-// Ctrl-C stops every process it started.
+// Command ops-dev runs the local ops-server stack on 127.0.0.1 in the
+// foreground (see package stack), writes an admin kubeconfig to
+// <state-dir>/kubeconfig, and stops everything it started on Ctrl-C.
 package main
 
 import (
@@ -11,15 +9,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
-	"github.com/tidbcloud/ops-server/operator/testenv"
+	"github.com/tidbcloud/ops-server/e2e/stack"
 )
 
 func main() {
-	stateDir := flag.String("state-dir", ".dev", "directory for the kubeconfig and logs of the local stack")
+	stateDir := flag.String("state-dir", ".dev", "directory for the local stack's state (etcd data), kubeconfig and logs")
 	flag.Parse()
 	if err := run(*stateDir); err != nil {
 		fmt.Fprintln(os.Stderr, "ops-dev:", err)
@@ -30,49 +27,25 @@ func main() {
 func run(stateDir string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := os.MkdirAll(stateDir, 0o755); err != nil {
-		return err
-	}
 	start := time.Now()
-	fmt.Println("Starting etcd and kube-apiserver ...")
-	env, err := testenv.Start(testenv.Options{})
+	s, err := stack.Start(ctx, stack.Options{StateDir: stateDir, Out: os.Stdout})
 	if err != nil {
 		return err
 	}
-	defer func() { _ = env.Stop() }()
-	fmt.Println("Starting Flux source-controller and helm-controller ...")
-	flux, err := env.StartFlux(ctx, testenv.FluxOptions{})
-	if err != nil {
-		return err
-	}
-	defer flux.Stop()
-
-	kubeconfig, err := filepath.Abs(filepath.Join(stateDir, "kubeconfig"))
-	if err != nil {
-		return err
-	}
-	b, err := os.ReadFile(env.KubeconfigPath)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(kubeconfig, b, 0o600); err != nil {
-		return err
-	}
+	defer s.Stop()
 	fmt.Printf(`
 Local stack ready in %s.
 
-  kube-apiserver:     %s
-  kubeconfig:         %s
-  source-controller:  log %s
-  helm-controller:    log %s
+  kube-apiserver:  %s
+  kubeconfig:      %s
+  logs:            %s/logs/
 
 Try:
   export KUBECONFIG=%s
-  bin/kubectl get crds
+  bin/kubectl get nodes -L %s
 
 Press Ctrl-C to stop everything.
-`, time.Since(start).Round(100*time.Millisecond), env.Config.Host, kubeconfig,
-		flux.Source.LogPath, flux.Helm.LogPath, kubeconfig)
+`, time.Since(start).Round(100*time.Millisecond), s.Env.Config.Host, s.Kubeconfig, stateDir, s.Kubeconfig, stack.NodeGroupLabel)
 	<-ctx.Done()
 	fmt.Println("\nStopping ...")
 	return nil

@@ -1,0 +1,150 @@
+// Package stack runs the whole ops-server stack locally on 127.0.0.1, as
+// `make dev` shows it and the e2e suite drives it: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and kwok (simulated kubelets),
+// the real Flux source-controller and helm-controller, the simulated cloud
+// with one cluster and its node groups as kwok Nodes, and ops-operator.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
+	"github.com/tidbcloud/ops-server/operator/testenv"
+)
+
+// Options configure the stack.
+type Options struct {
+	// StateDir keeps etcd's data, the kubeconfig and the logs between runs.
+	StateDir string
+	// Out receives progress lines.
+	Out io.Writer
+}
+
+// DevCluster is the simulated cloud's cluster the stack starts with.
+var DevCluster = cloud.ClusterRef{Provider: cloud.Mock, Name: "dev-cluster", Region: "local"}
+
+// Stack is the running local stack.
+type Stack struct {
+	Env  *testenv.Environment
+	Flux *testenv.Flux
+	// Kubeconfig is an admin kubeconfig in StateDir.
+	Kubeconfig string
+	logDir     string
+	procs      []*testenv.Process
+	out        io.Writer
+}
+
+// Start brings the stack up. On error everything started is stopped.
+func Start(ctx context.Context, o Options) (s *Stack, err error) {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	state, err := filepath.Abs(o.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	s = &Stack{logDir: filepath.Join(state, "logs"), out: o.Out}
+	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.Stop()
+		}
+	}()
+	s.step("Starting etcd and kube-apiserver (state in %s)", state)
+	s.Env, err = testenv.Start(testenv.Options{
+		EtcdDataDir: filepath.Join(state, "etcd"),
+		AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme},
+	})
+	if err != nil {
+		return s, err
+	}
+	s.Kubeconfig = filepath.Join(state, "kubeconfig")
+	b, err := os.ReadFile(s.Env.KubeconfigPath)
+	if err != nil {
+		return s, err
+	}
+	if err := os.WriteFile(s.Kubeconfig, b, 0o600); err != nil {
+		return s, err
+	}
+	s.step("Starting kube-controller-manager, kube-scheduler and kwok")
+	if err := s.startKubeControllers(ctx); err != nil {
+		return s, err
+	}
+	s.step("Starting Flux source-controller and helm-controller")
+	if s.Flux, err = s.Env.StartFlux(ctx, testenv.FluxOptions{}); err != nil {
+		return s, err
+	}
+	s.step("Seeding the simulated cloud: cluster %s in region %s", DevCluster.Name, DevCluster.Region)
+	if err := s.seedCloud(ctx); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+func (s *Stack) step(format string, args ...any) {
+	fmt.Fprintf(s.out, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// seedCloud creates dev-cluster at 1.29 with node groups observability-ng
+// and vmstorage (kwok Nodes), unless a previous run already did.
+func (s *Stack) seedCloud(ctx context.Context) error {
+	p := &mock.Provider{Client: s.Env.Client}
+	if _, err := p.State(ctx, DevCluster); err == nil {
+		return nil
+	} else if !cloud.IsNotFound(err) {
+		return err
+	}
+	return p.Seed(ctx, DevCluster, mock.ClusterState{
+		Version: "1.29",
+		NodeGroups: map[string]*mock.NodeGroupState{
+			"observability-ng": {Size: 2, InstanceTypes: []string{"m5.xlarge"}, Labels: map[string]string{"node-role.observability/general": "true"}},
+			"vmstorage":        {Size: 3, InstanceTypes: []string{"r5.xlarge"}, Labels: map[string]string{"node-role.observability/vmstorage": "true"}},
+		},
+		Addons: map[string]*mock.AddonState{
+			"vpc-cni":    {Version: "v1.18.3-eksbuild.1", AvailableVersions: []string{"v1.18.3-eksbuild.1", "v1.18.5-eksbuild.1"}},
+			"coredns":    {Version: "v1.11.1-eksbuild.9", AvailableVersions: []string{"v1.11.1-eksbuild.9", "v1.11.3-eksbuild.1"}},
+			"kube-proxy": {Version: "v1.29.3-eksbuild.2", AvailableVersions: []string{"v1.29.3-eksbuild.2", "v1.30.0-eksbuild.3"}},
+		},
+	})
+}
+
+// Processes returns the child processes, for logs on failure.
+func (s *Stack) Processes() []*testenv.Process {
+	out := append([]*testenv.Process(nil), s.procs...)
+	if s.Flux != nil {
+		out = append(out, s.Flux.Source, s.Flux.Helm)
+	}
+	return out
+}
+
+// Stop stops everything the stack started, in reverse order.
+func (s *Stack) Stop() {
+	var errs []error
+	if s.Flux != nil {
+		s.Flux.Stop()
+	}
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		errs = append(errs, s.procs[i].Stop(10*time.Second))
+	}
+	if s.Env != nil {
+		errs = append(errs, s.Env.Stop())
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(s.out, "stopping:", err)
+	}
+}
+
+// NodeGroupLabel is the Node label naming the simulated node group.
+const NodeGroupLabel = mock.NodeGroupLabel
