@@ -1,0 +1,39 @@
+// Command ops-operator runs the ops-server operator: it reconciles
+// ClusterUpgradeOperations (and, later, ClusterBackups).
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/tidbcloud/ops-server/operator/internal/manager"
+)
+
+func main() {
+	opts := manager.DefaultOptions()
+	zapOpts := zap.Options{}
+	fs := pflag.NewFlagSet("ops-operator", pflag.ExitOnError)
+	opts.BindFlags(fs)
+	goFlags := flagSetFor(&zapOpts)
+	fs.AddGoFlagSet(goFlags)
+	_ = fs.Parse(os.Args[1:])
+
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	mgr, err := manager.New(ctrl.GetConfigOrDie(), opts, nil)
+	if err != nil {
+		log.Error(err, "Unable to build the manager")
+		os.Exit(1)
+	}
+	log.Info("Starting ops-operator")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "Manager stopped with an error")
+		os.Exit(1)
+	}
+	fmt.Fprintln(os.Stderr, "ops-operator stopped")
+}

@@ -1,0 +1,312 @@
+// Package upgrade reconciles ClusterUpgradeOperations: it writes the plan,
+// waits for the schedule, checks the cloud (preflight), then walks the
+// steps — control plane, addons, node groups in place or blue-green with
+// the VMStorage rollout — one action per reconcile, recording every cloud
+// operation id in status before it waits, so a restarted operator resumes
+// by polling and never starts a cloud call twice.
+package upgrade
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	ctrlruntime "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+)
+
+// FieldOwner is the field manager of every write of the operator.
+const FieldOwner = "ops-operator"
+
+// Options tune the reconciler.
+type Options struct {
+	// PollInterval is how often a running cloud operation or a
+	// Kubernetes-side wait is checked.
+	PollInterval time.Duration
+	// RetryInterval is the wait after a retryable cloud error without a
+	// Retry-After hint.
+	RetryInterval time.Duration
+	// NodesReadyTimeout bounds the wait for a new node group's Nodes.
+	NodesReadyTimeout time.Duration
+	// RolloutTimeout bounds the wait for the VMStorage rollout.
+	RolloutTimeout time.Duration
+	// DrainTimeout bounds the drain of an old node group; past it the
+	// operation fails, naming what blocked the drain.
+	DrainTimeout time.Duration
+	// MaxConcurrentReconciles is the number of operations worked on at once.
+	MaxConcurrentReconciles int
+}
+
+// DefaultOptions are the production defaults.
+func DefaultOptions() Options {
+	return Options{
+		PollInterval:            10 * time.Second,
+		RetryInterval:           5 * time.Second,
+		NodesReadyTimeout:       30 * time.Minute,
+		RolloutTimeout:          2 * time.Hour,
+		DrainTimeout:            time.Hour,
+		MaxConcurrentReconciles: 4,
+	}
+}
+
+// Reconciler reconciles ClusterUpgradeOperations.
+type Reconciler struct {
+	Client ctrl.Client
+	// APIReader reads without the cache (pods by node, fresh objects).
+	APIReader ctrl.Reader
+	Providers *cloud.Registry
+	Recorder  events.EventRecorder
+	Now       func() time.Time
+	Options   Options
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return ctrlruntime.NewControllerManagedBy(mgr).
+		For(&opsv1.ClusterUpgradeOperation{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
+		Named("clusterupgradeoperation").
+		Complete(r)
+}
+
+// scope is what one reconcile saw and did; status is derived from it.
+type scope struct {
+	op       *opsv1.ClusterUpgradeOperation
+	provider cloud.Provider
+	ref      cloud.ClusterRef
+	requeue  time.Duration
+	// blocked is what keeps the current step from progressing, if anything.
+	blocked *opsv1.BlockedBy
+}
+
+// Reconcile follows one skeleton: get, remember the original, defer the
+// status patch, then decide one action and perform it.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, retErr error) {
+	logger := log.FromContext(ctx)
+	op := &opsv1.ClusterUpgradeOperation{}
+	if err := r.Client.Get(ctx, req.NamespacedName, op); err != nil {
+		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	// No finalizer: a cloud operation cannot be undone, so deleting the
+	// object only stops the operator; nothing can be left to clean up.
+	if !op.DeletionTimestamp.IsZero() || op.Status.Phase.IsTerminal() {
+		return reconcile.Result{}, nil
+	}
+	original := op.DeepCopy()
+	s := &scope{op: op}
+	defer func() {
+		if retErr == nil {
+			r.summarize(s)
+		}
+		if err := r.patchStatus(ctx, original, op); err != nil {
+			retErr = errors.Join(retErr, err)
+			return
+		}
+		if retErr == nil && !op.Status.Phase.IsTerminal() && op.Status.Phase != opsv1.UpgradePhasePaused {
+			result = reconcile.Result{RequeueAfter: s.requeue}
+			if s.requeue == 0 {
+				result.RequeueAfter = time.Millisecond
+			}
+		}
+	}()
+
+	act := decide(op, r.Now())
+	logger.V(1).Info("Deciding", "action", act.kind, "step", act.step, "phase", op.Status.Phase)
+	switch act.kind {
+	case actNone:
+		return reconcile.Result{}, nil
+	case actWritePlan:
+		op.Status.Steps = buildPlan(&op.Spec)
+		op.Status.Phase = opsv1.UpgradePhasePending
+		r.event(op, "Normal", "Planned", "Planned %d steps", len(op.Status.Steps))
+		return reconcile.Result{}, nil
+	case actWaitSchedule:
+		op.Status.Phase = opsv1.UpgradePhaseScheduled
+		s.requeue = op.Spec.Schedule.Sub(r.Now())
+		return reconcile.Result{}, nil
+	case actPause:
+		op.Status.Phase = opsv1.UpgradePhasePaused
+		return reconcile.Result{}, nil
+	case actCancel:
+		r.cancel(op, act.step)
+		return reconcile.Result{}, nil
+	case actSucceed:
+		r.finish(op, opsv1.UpgradePhaseSucceeded, "All steps finished")
+		return reconcile.Result{}, nil
+	case actFail:
+		step := &op.Status.Steps[act.step]
+		r.fail(op, fmt.Sprintf("Step %s failed: %s", step.ID, step.Message))
+		return reconcile.Result{}, nil
+	}
+
+	// The remaining actions talk to the cloud.
+	if err := r.resolveProvider(s); err != nil {
+		return reconcile.Result{}, r.handleError(s, nil, err)
+	}
+	switch act.kind {
+	case actPreflight:
+		return reconcile.Result{}, r.preflight(ctx, s)
+	case actPoll:
+		return reconcile.Result{}, r.poll(ctx, s, &op.Status.Steps[act.step])
+	case actRunStep:
+		return reconcile.Result{}, r.runStep(ctx, s, &op.Status.Steps[act.step])
+	}
+	return reconcile.Result{}, fmt.Errorf("unknown action %q", act.kind)
+}
+
+func (r *Reconciler) resolveProvider(s *scope) error {
+	p, ref, err := r.Providers.Resolve(string(s.op.Spec.CloudProvider), s.op.Spec.K8sClusterName, s.op.Spec.Region)
+	if err != nil {
+		return err
+	}
+	s.provider, s.ref = p, ref
+	return nil
+}
+
+// token is the idempotency token of a step's cloud call: stable for the
+// operation and step, so a call repeated after a crash is recognised.
+func token(op *opsv1.ClusterUpgradeOperation, stepID string) string {
+	sum := sha256.Sum256([]byte(string(op.UID) + "/" + stepID))
+	return "ops-" + hex.EncodeToString(sum[:])[:32]
+}
+
+// handleError sorts an error: retryable cloud errors requeue (never fail
+// the operation), permanent ones fail the step and the operation, anything
+// else goes back to the queue with its backoff.
+func (r *Reconciler) handleError(s *scope, step *opsv1.UpgradeStep, err error) error {
+	switch cloud.KindOf(err) {
+	case cloud.Retryable:
+		s.requeue = cloud.RetryAfter(err)
+		if s.requeue <= 0 {
+			s.requeue = r.Options.RetryInterval
+		}
+		if step != nil {
+			step.Message = "Retrying after a transient cloud error: " + err.Error()
+		}
+		return nil
+	case cloud.Permanent, cloud.NotFound, cloud.Unsupported:
+		var ce *cloud.Error
+		if !errors.As(err, &ce) && step == nil {
+			return err
+		}
+		if step != nil {
+			r.failStep(s.op, step, err.Error())
+		}
+		r.fail(s.op, err.Error())
+		return nil
+	}
+	return err
+}
+
+func (r *Reconciler) now() *metav1.Time {
+	t := metav1.NewTime(r.Now())
+	return &t
+}
+
+func (r *Reconciler) startStep(op *opsv1.ClusterUpgradeOperation, step *opsv1.UpgradeStep) {
+	if step.Phase == opsv1.StepPhaseRunning {
+		return
+	}
+	step.Phase = opsv1.StepPhaseRunning
+	step.StartTime = r.now()
+	step.Attempts++
+	step.Message = ""
+	r.event(op, "Normal", "StepStarted", "Step %s started", step.ID)
+}
+
+func (r *Reconciler) succeedStep(op *opsv1.ClusterUpgradeOperation, step *opsv1.UpgradeStep, msg string) {
+	step.Phase = opsv1.StepPhaseSucceeded
+	step.CompletionTime = r.now()
+	step.Message = msg
+	r.event(op, "Normal", "StepSucceeded", "Step %s succeeded: %s", step.ID, msg)
+}
+
+func (r *Reconciler) skipStep(op *opsv1.ClusterUpgradeOperation, step *opsv1.UpgradeStep, msg string) {
+	step.Phase = opsv1.StepPhaseSkipped
+	step.CompletionTime = r.now()
+	step.Message = msg
+}
+
+func (r *Reconciler) failStep(op *opsv1.ClusterUpgradeOperation, step *opsv1.UpgradeStep, msg string) {
+	step.Phase = opsv1.StepPhaseFailed
+	step.CompletionTime = r.now()
+	step.Message = msg
+	r.event(op, "Warning", "StepFailed", "Step %s failed: %s", step.ID, msg)
+}
+
+// fail ends the operation Failed; steps not run are skipped.
+func (r *Reconciler) fail(op *opsv1.ClusterUpgradeOperation, msg string) {
+	for i := range op.Status.Steps {
+		if st := &op.Status.Steps[i]; !st.Phase.IsTerminal() {
+			if st.Phase == opsv1.StepPhaseRunning {
+				r.failStep(op, st, msg)
+				continue
+			}
+			r.skipStep(op, st, "Not run: the operation failed")
+		}
+	}
+	r.finish(op, opsv1.UpgradePhaseFailed, msg)
+}
+
+// cancel ends the operation Cancelled at a safe point (nothing in flight).
+func (r *Reconciler) cancel(op *opsv1.ClusterUpgradeOperation, cur int) {
+	for i := range op.Status.Steps {
+		st := &op.Status.Steps[i]
+		switch {
+		case st.Phase == opsv1.StepPhaseRunning:
+			r.skipStep(op, st, "Stopped: the operation was cancelled")
+		case !st.Phase.IsTerminal():
+			r.skipStep(op, st, "Not run: the operation was cancelled")
+		}
+	}
+	r.finish(op, opsv1.UpgradePhaseCancelled, "Cancelled on request")
+}
+
+func (r *Reconciler) finish(op *opsv1.ClusterUpgradeOperation, phase opsv1.UpgradePhase, msg string) {
+	op.Status.Phase = phase
+	op.Status.CompletionTime = r.now()
+	op.Status.BlockedBy = nil
+	kind := "Normal"
+	if phase == opsv1.UpgradePhaseFailed {
+		kind = "Warning"
+	}
+	r.event(op, kind, string(phase), "%s", msg)
+	setTerminalMessage(op, msg)
+}
+
+func (r *Reconciler) event(op *opsv1.ClusterUpgradeOperation, kind, reason, format string, args ...any) {
+	if r.Recorder == nil {
+		return
+	}
+	r.Recorder.Eventf(op, nil, kind, reason, "Reconcile", format, args...)
+}
+
+// patchStatus writes status once per reconcile, as a merge patch from the
+// object as it was read. Only the operator writes status.
+func (r *Reconciler) patchStatus(ctx context.Context, original, op *opsv1.ClusterUpgradeOperation) error {
+	if err := r.Client.Status().Patch(ctx, op, ctrl.MergeFrom(original), ctrl.FieldOwner(FieldOwner)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching status of %s: %w", klog.KObj(op), err)
+	}
+	return nil
+}

@@ -1,0 +1,124 @@
+package upgrade
+
+import (
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+)
+
+// summarize derives everything in status that follows from the rest: the
+// current step, what blocks it, the conditions and observedGeneration. It
+// is the one place conditions are computed.
+func (r *Reconciler) summarize(s *scope) {
+	op := s.op
+	st := &op.Status
+	if op.Spec.Cancel && !st.Phase.IsTerminal() {
+		st.Phase = opsv1.UpgradePhaseCancelling
+	}
+	if st.Phase == "" {
+		st.Phase = opsv1.UpgradePhasePending
+	}
+	if st.Phase == opsv1.UpgradePhasePaused && !op.Spec.Paused {
+		st.Phase = opsv1.UpgradePhaseRunning
+		if st.StartTime == nil {
+			st.Phase = opsv1.UpgradePhasePending
+		}
+	}
+	if st.Phase == opsv1.UpgradePhaseRunning && op.Spec.Paused {
+		// A cloud operation is in flight; the pause takes effect after it.
+		st.Phase = opsv1.UpgradePhaseRunning
+	}
+
+	st.CurrentStep = ""
+	if cur := currentStep(st.Steps); cur >= 0 {
+		st.CurrentStep = st.Steps[cur].ID
+	}
+	for i := range st.Steps {
+		if st.Steps[i].Phase == opsv1.StepPhaseFailed {
+			st.CurrentStep = st.Steps[i].ID
+		}
+	}
+	if st.Phase.IsTerminal() {
+		st.BlockedBy = nil
+	} else {
+		st.BlockedBy = s.blocked
+	}
+
+	gen := op.Generation
+	switch st.Phase {
+	case opsv1.UpgradePhaseSucceeded:
+		setReady(op, metav1.ConditionTrue, opsv1.SucceededReason, "Upgraded to "+op.Spec.TargetVersion)
+		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.ReconcilingCondition)
+		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
+		st.ObservedGeneration = gen
+	case opsv1.UpgradePhaseFailed:
+		msg := "Upgrade failed"
+		if c := apimeta.FindStatusCondition(st.Conditions, opsv1.ReadyCondition); c != nil && c.Reason == opsv1.FailedReason {
+			msg = c.Message
+		}
+		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.ReconcilingCondition)
+		setCond(op, opsv1.StalledCondition, metav1.ConditionTrue, opsv1.FailedReason, msg)
+		st.ObservedGeneration = gen
+	case opsv1.UpgradePhaseCancelled:
+		setReady(op, metav1.ConditionFalse, opsv1.CancelledReason, "Cancelled on request")
+		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.ReconcilingCondition)
+		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
+		st.ObservedGeneration = gen
+	case opsv1.UpgradePhasePaused:
+		setReady(op, metav1.ConditionUnknown, opsv1.PausedReason, "Paused before step "+st.CurrentStep)
+		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.ReconcilingCondition)
+		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
+		// The pause request of this generation is fully handled.
+		st.ObservedGeneration = gen
+	case opsv1.UpgradePhaseScheduled:
+		msg := "Waiting for the schedule"
+		if op.Spec.Schedule != nil {
+			msg = "Scheduled for " + op.Spec.Schedule.UTC().Format("2006-01-02T15:04:05Z")
+		}
+		setReady(op, metav1.ConditionUnknown, opsv1.WaitingForScheduleReason, msg)
+		setCond(op, opsv1.ReconcilingCondition, metav1.ConditionTrue, opsv1.WaitingForScheduleReason, msg)
+		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
+	case opsv1.UpgradePhaseCancelling:
+		setReady(op, metav1.ConditionUnknown, opsv1.CancellingReason, "Cancelling: waiting for step "+st.CurrentStep+" to finish its cloud operation")
+		setCond(op, opsv1.ReconcilingCondition, metav1.ConditionTrue, opsv1.CancellingReason, "Cancelling")
+		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
+	default: // Pending, Running
+		reason, msg := opsv1.ProgressingReason, "Running step "+st.CurrentStep
+		if st.Phase == opsv1.UpgradePhasePending {
+			msg = "Planned; waiting to start"
+		}
+		if st.BlockedBy != nil {
+			reason, msg = opsv1.BlockedReason, st.BlockedBy.Message
+		} else if cur := st.Step(st.CurrentStep); cur != nil && cur.Message != "" {
+			msg = cur.ID + ": " + cur.Message
+		}
+		setReady(op, metav1.ConditionUnknown, reason, msg)
+		setCond(op, opsv1.ReconcilingCondition, metav1.ConditionTrue, reason, msg)
+		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
+	}
+}
+
+// setTerminalMessage records why the operation ended in its Ready
+// condition; summarize keeps it.
+func setTerminalMessage(op *opsv1.ClusterUpgradeOperation, msg string) {
+	switch op.Status.Phase {
+	case opsv1.UpgradePhaseFailed:
+		setReady(op, metav1.ConditionFalse, opsv1.FailedReason, msg)
+	case opsv1.UpgradePhaseCancelled:
+		setReady(op, metav1.ConditionFalse, opsv1.CancelledReason, msg)
+	}
+}
+
+func setReady(op *opsv1.ClusterUpgradeOperation, status metav1.ConditionStatus, reason, msg string) {
+	setCond(op, opsv1.ReadyCondition, status, reason, msg)
+}
+
+func setCond(op *opsv1.ClusterUpgradeOperation, t string, status metav1.ConditionStatus, reason, msg string) {
+	if len(msg) > 1024 {
+		msg = msg[:1021] + "..."
+	}
+	apimeta.SetStatusCondition(&op.Status.Conditions, metav1.Condition{
+		Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: op.Generation,
+	})
+}

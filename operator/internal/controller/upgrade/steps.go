@@ -1,0 +1,416 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/internal/drain"
+	"github.com/tidbcloud/ops-server/operator/internal/vmstorage"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+)
+
+// preflight checks the cloud before the first step: the cluster exists,
+// the target version is reachable from the current one, the node groups
+// exist, the new node-group names are free, the addons and their versions
+// exist. A failure ends the operation Failed before any change.
+func (r *Reconciler) preflight(ctx context.Context, s *scope) error {
+	spec := &s.op.Spec
+	cluster, err := s.provider.DescribeCluster(ctx, s.ref)
+	if err != nil {
+		return r.preflightError(s, err)
+	}
+	if msg := versionSkew(cluster.Version, spec.TargetVersion); msg != "" {
+		r.fail(s.op, "Preflight: "+msg)
+		return nil
+	}
+	groups, err := s.provider.ListNodeGroups(ctx, s.ref)
+	if err != nil {
+		return r.preflightError(s, err)
+	}
+	byName := map[string]cloud.NodeGroup{}
+	for _, g := range groups {
+		byName[g.Name] = g
+	}
+	var problems []string
+	for _, ng := range spec.NodeGroupUpgrades {
+		if _, ok := byName[ng.NodeGroupName]; !ok {
+			problems = append(problems, fmt.Sprintf("node group %q does not exist", ng.NodeGroupName))
+		}
+		if ng.NewNodeGroupName != "" {
+			if _, ok := byName[ng.NewNodeGroupName]; ok {
+				problems = append(problems, fmt.Sprintf("new node group name %q is already taken", ng.NewNodeGroupName))
+			}
+		}
+	}
+	if len(spec.ClusterAddons) > 0 {
+		addons, err := s.provider.ListAddons(ctx, s.ref)
+		if err != nil {
+			return r.preflightError(s, err)
+		}
+		byAddon := map[string]cloud.Addon{}
+		for _, a := range addons {
+			byAddon[a.Name] = a
+		}
+		for _, want := range spec.ClusterAddons {
+			a, ok := byAddon[want.Name]
+			switch {
+			case !ok:
+				problems = append(problems, fmt.Sprintf("addon %q is not installed", want.Name))
+			case a.Version != want.Version && !contains(a.AvailableVersions, want.Version):
+				problems = append(problems, fmt.Sprintf("addon %q has no version %q (available: %s)", want.Name, want.Version, strings.Join(a.AvailableVersions, ", ")))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		r.fail(s.op, "Preflight: "+strings.Join(problems, "; "))
+		return nil
+	}
+	s.op.Status.StartTime = r.now()
+	s.op.Status.Phase = opsv1.UpgradePhaseRunning
+	r.event(s.op, "Normal", "PreflightPassed", "Cluster %s at %s; upgrading to %s", cluster.Name, cluster.Version, spec.TargetVersion)
+	return nil
+}
+
+func (r *Reconciler) preflightError(s *scope, err error) error {
+	if cloud.IsRetryable(err) {
+		return r.handleError(s, nil, err)
+	}
+	r.fail(s.op, "Preflight: "+err.Error())
+	return nil
+}
+
+// versionSkew says what is wrong with moving from current to target, or
+// "". The rule every provider shares: the same minor or one minor ahead,
+// never back.
+func versionSkew(current, target string) string {
+	cMaj, cMin, ok1 := majorMinor(current)
+	tMaj, tMin, ok2 := majorMinor(target)
+	if !ok1 || !ok2 {
+		return fmt.Sprintf("cannot compare versions %q and %q", current, target)
+	}
+	if tMaj != cMaj || tMin < cMin {
+		return fmt.Sprintf("target version %s is older than the cluster's %s", target, current)
+	}
+	if tMin > cMin+1 {
+		return fmt.Sprintf("target version %s is more than one minor version ahead of the cluster's %s; upgrade one minor version at a time", target, current)
+	}
+	return ""
+}
+
+func majorMinor(v string) (int, int, bool) {
+	v = strings.TrimPrefix(v, "v")
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	minor := parts[1]
+	if i := strings.IndexAny(minor, "-+"); i >= 0 {
+		minor = minor[:i]
+	}
+	maj, err1 := strconv.Atoi(parts[0])
+	min, err2 := strconv.Atoi(minor)
+	return maj, min, err1 == nil && err2 == nil
+}
+
+// versionSatisfies reports whether a cluster at current is already at
+// target: the same major.minor when target names only those (1.30), the
+// exact version otherwise (1.30.2, 1.31.1-aliyun.1).
+func versionSatisfies(current, target string) bool {
+	current, target = strings.TrimPrefix(current, "v"), strings.TrimPrefix(target, "v")
+	if current == target {
+		return true
+	}
+	if strings.Count(target, ".") != 1 {
+		return false
+	}
+	cMaj, cMin, ok1 := majorMinor(current)
+	tMaj, tMin, ok2 := majorMinor(target)
+	return ok1 && ok2 && cMaj == tMaj && cMin == tMin
+}
+
+// poll checks the cloud operation a step waits on.
+func (r *Reconciler) poll(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
+	st, err := s.provider.PollOperation(ctx, s.ref, step.OperationID)
+	if err != nil {
+		return r.handleError(s, step, err)
+	}
+	switch st.State {
+	case cloud.OperationSucceeded:
+		r.succeedStep(s.op, step, "Cloud operation "+step.OperationID+" succeeded")
+	case cloud.OperationFailed:
+		r.failStep(s.op, step, fmt.Sprintf("Cloud operation %s failed: %s", step.OperationID, st.Message))
+		r.fail(s.op, step.Message)
+	default:
+		s.requeue = r.Options.PollInterval
+		if st.RetryAfter > 0 && st.RetryAfter < s.requeue {
+			s.requeue = st.RetryAfter
+		}
+		step.Message = "Waiting for cloud operation " + step.OperationID
+	}
+	return nil
+}
+
+// runStep starts a step, or makes one more pass of a Kubernetes-side one.
+func (r *Reconciler) runStep(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
+	spec := &s.op.Spec
+	switch step.Action {
+	case opsv1.ActionUpgradeControlPlane:
+		cluster, err := s.provider.DescribeCluster(ctx, s.ref)
+		if err != nil {
+			return r.handleError(s, step, err)
+		}
+		if versionSatisfies(cluster.Version, spec.TargetVersion) {
+			r.startStep(s.op, step)
+			r.succeedStep(s.op, step, "Control plane already at "+cluster.Version)
+			return nil
+		}
+		return r.startCloud(s, step, func(tok string) (string, error) {
+			return s.provider.StartControlPlaneUpgrade(ctx, s.ref, spec.TargetVersion, tok)
+		})
+	case opsv1.ActionUpdateAddon:
+		want := addonOf(spec, step)
+		if want == nil {
+			return r.handleError(s, step, cloud.Errorf(cloud.Permanent, s.provider.Name(), "", "addon %q is not in the spec", step.Target))
+		}
+		return r.startCloud(s, step, func(tok string) (string, error) {
+			return s.provider.StartAddonUpdate(ctx, s.ref, cloud.AddonUpdate{Name: want.Name, Version: want.Version, ResolveConflicts: string(want.ResolveConflicts)}, tok)
+		})
+	case opsv1.ActionUpgradeNodeGroup:
+		return r.startCloud(s, step, func(tok string) (string, error) {
+			return s.provider.StartNodeGroupUpgrade(ctx, s.ref, step.Target, spec.TargetVersion, tok)
+		})
+	case opsv1.ActionCreateNodeGroup:
+		ng := nodeGroupOf(spec, step)
+		groups, err := s.provider.ListNodeGroups(ctx, s.ref)
+		if err != nil {
+			return r.handleError(s, step, err)
+		}
+		var old *cloud.NodeGroup
+		for i := range groups {
+			if groups[i].Name == ng.NodeGroupName {
+				old = &groups[i]
+			}
+		}
+		if old == nil {
+			return r.handleError(s, step, cloud.Errorf(cloud.NotFound, s.provider.Name(), "", "node group %q to clone does not exist", ng.NodeGroupName))
+		}
+		clone := *old
+		clone.Name, clone.Version, clone.Status = ng.NewNodeGroupName, spec.TargetVersion, ""
+		return r.startCloud(s, step, func(tok string) (string, error) {
+			return s.provider.StartCreateNodeGroup(ctx, s.ref, clone, tok)
+		})
+	case opsv1.ActionDeleteNodeGroup:
+		return r.startCloud(s, step, func(tok string) (string, error) {
+			return s.provider.StartDeleteNodeGroup(ctx, s.ref, step.Target, tok)
+		})
+	case opsv1.ActionWaitNodesReady:
+		return r.waitNodesReady(ctx, s, step)
+	case opsv1.ActionRolloutVMStorage:
+		return r.rolloutVMStorage(ctx, s, step)
+	case opsv1.ActionCordonNodes:
+		r.startStep(s.op, step)
+		nodes, err := r.groupNodes(ctx, s, step.Target)
+		if err != nil {
+			return err
+		}
+		if err := drain.Cordon(ctx, r.Client, nodes); err != nil {
+			return err
+		}
+		r.succeedStep(s.op, step, fmt.Sprintf("Cordoned %d nodes of node group %s", len(nodes), step.Target))
+		return nil
+	case opsv1.ActionDrainNodes:
+		return r.drain(ctx, s, step)
+	}
+	return fmt.Errorf("unknown step action %q", step.Action)
+}
+
+// startCloud starts a step's cloud operation and records its id. The id is
+// in status before the operator waits on it; the token makes a repeat of
+// the call (after a crash before the status patch) return the same id.
+func (r *Reconciler) startCloud(s *scope, step *opsv1.UpgradeStep, start func(token string) (string, error)) error {
+	id, err := start(token(s.op, step.ID))
+	if err != nil {
+		return r.handleError(s, step, err)
+	}
+	r.startStep(s.op, step)
+	step.OperationID = id
+	step.Message = "Started cloud operation " + id
+	s.requeue = r.Options.PollInterval
+	return nil
+}
+
+// groupNodes lists the Nodes of a node group by the provider's label.
+func (r *Reconciler) groupNodes(ctx context.Context, s *scope, group string) ([]string, error) {
+	list := &corev1.NodeList{}
+	if err := r.APIReader.List(ctx, list, ctrl.MatchingLabels{s.provider.NodeGroupLabel(): group}); err != nil {
+		return nil, fmt.Errorf("listing nodes of node group %s: %w", group, err)
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, n := range list.Items {
+		names = append(names, n.Name)
+	}
+	return names, nil
+}
+
+func (r *Reconciler) waitNodesReady(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
+	r.startStep(s.op, step)
+	groups, err := s.provider.ListNodeGroups(ctx, s.ref)
+	if err != nil {
+		return r.handleError(s, step, err)
+	}
+	want := int32(-1)
+	for _, g := range groups {
+		if g.Name == step.Target {
+			want = g.DesiredSize
+		}
+	}
+	list := &corev1.NodeList{}
+	if err := r.APIReader.List(ctx, list, ctrl.MatchingLabels{s.provider.NodeGroupLabel(): step.Target}); err != nil {
+		return err
+	}
+	ready := int32(0)
+	for _, n := range list.Items {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	if want >= 0 && ready >= want && int32(len(list.Items)) >= want {
+		r.succeedStep(s.op, step, fmt.Sprintf("%d/%d nodes of node group %s are Ready", ready, want, step.Target))
+		return nil
+	}
+	msg := fmt.Sprintf("%d/%d nodes of node group %s are Ready", ready, want, step.Target)
+	if r.timedOut(step, r.Options.NodesReadyTimeout) {
+		r.failStep(s.op, step, "Timed out: "+msg)
+		r.fail(s.op, step.Message)
+		return nil
+	}
+	step.Message = "Waiting: " + msg
+	s.blocked = &opsv1.BlockedBy{StepID: step.ID, Reason: opsv1.BlockedByNodesNotReady, Message: msg}
+	s.requeue = r.Options.PollInterval
+	return nil
+}
+
+// rolloutVMStorage merge-patches vmClusterHelmValues into the VMCluster
+// (once: the resulting generation is kept in the step's operationID) and
+// waits until the vmstorage StatefulSet has rolled out and, when the patch
+// changed the VMCluster, every vmstorage pod runs on the new node group.
+func (r *Reconciler) rolloutVMStorage(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
+	r.startStep(s.op, step)
+	ng := nodeGroupOf(&s.op.Spec, step)
+	key := types.NamespacedName{Namespace: opsv1.VMClusterNamespace, Name: opsv1.VMClusterName}
+	gen, changed, ok := parseRolloutMarker(step.OperationID)
+	if !ok {
+		overlay := []byte("{}")
+		if ng.VMClusterHelmValues != nil && len(ng.VMClusterHelmValues.Raw) > 0 {
+			overlay = ng.VMClusterHelmValues.Raw
+		}
+		var err error
+		gen, changed, err = vmstorage.PatchVMCluster(ctx, r.Client, key, overlay)
+		if err != nil {
+			return fmt.Errorf("patching VMCluster %s: %w", key, err)
+		}
+		// Not a cloud operation: the marker only records what the patch
+		// did, so a restarted operator waits for the same generation.
+		step.OperationID = rolloutMarker(gen, changed)
+		r.event(s.op, "Normal", "VMClusterPatched", "Patched VMCluster %s (generation %d, changed %t)", key, gen, changed)
+	}
+	stsNS, stsName := ng.VMStorageStatefulSet()
+	ro, err := vmstorage.RolloutStatus(ctx, r.APIReader, key, gen, types.NamespacedName{Namespace: stsNS, Name: stsName},
+		s.provider.NodeGroupLabel(), ng.NewNodeGroupName, changed)
+	if err != nil {
+		return err
+	}
+	if ro.Done {
+		r.succeedStep(s.op, step, "VMStorage rolled out: "+ro.Message)
+		return nil
+	}
+	if r.timedOut(step, r.Options.RolloutTimeout) {
+		r.failStep(s.op, step, "Timed out waiting for the VMStorage rollout: "+ro.Message)
+		r.fail(s.op, step.Message)
+		return nil
+	}
+	step.Message = "Waiting: " + ro.Message
+	s.blocked = &opsv1.BlockedBy{StepID: step.ID, Reason: opsv1.BlockedByVMClusterNotOperational, Message: ro.Message}
+	s.requeue = r.Options.PollInterval
+	return nil
+}
+
+func rolloutMarker(gen int64, changed bool) string {
+	return fmt.Sprintf("vmcluster-generation=%d,changed=%t", gen, changed)
+}
+
+func parseRolloutMarker(s string) (int64, bool, bool) {
+	var gen int64
+	var changed bool
+	if _, err := fmt.Sscanf(s, "vmcluster-generation=%d,changed=%t", &gen, &changed); err != nil {
+		return 0, false, false
+	}
+	return gen, changed, true
+}
+
+// drain evicts the pods of the old node group, one pass per reconcile.
+func (r *Reconciler) drain(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
+	r.startStep(s.op, step)
+	nodes, err := r.groupNodes(ctx, s, step.Target)
+	if err != nil {
+		return err
+	}
+	res, err := drain.Drain(ctx, r.Client, r.APIReader, nodes, r.Now())
+	if err != nil {
+		return err
+	}
+	if res.Done {
+		r.succeedStep(s.op, step, fmt.Sprintf("Drained %d nodes of node group %s", len(nodes), step.Target))
+		return nil
+	}
+	msg := fmt.Sprintf("%d pods left on node group %s (%d terminating)", len(res.Remaining), step.Target, len(res.Terminating))
+	if len(res.Blocked) > 0 {
+		b := res.Blocked[0]
+		since := r.now()
+		if prev := s.op.Status.BlockedBy; prev != nil && prev.Reason == opsv1.BlockedByPodDisruptionBudget && prev.Pod != nil &&
+			prev.Pod.Namespace == b.Pod.Namespace && prev.Pod.Name == b.Pod.Name && prev.Since != nil {
+			since = prev.Since
+		}
+		s.blocked = &opsv1.BlockedBy{
+			StepID: step.ID, Reason: opsv1.BlockedByPodDisruptionBudget, Since: since, Node: b.Node,
+			Pod:     &opsv1.NamespacedObjectReference{Namespace: b.Pod.Namespace, Name: b.Pod.Name},
+			Message: fmt.Sprintf("Eviction of pod %s/%s on node %s refused: %s", b.Pod.Namespace, b.Pod.Name, b.Node, b.Message),
+		}
+		if b.PDB != nil {
+			s.blocked.PodDisruptionBudget = &opsv1.NamespacedObjectReference{Namespace: b.PDB.Namespace, Name: b.PDB.Name}
+			s.blocked.Message = fmt.Sprintf("PodDisruptionBudget %s/%s refuses the eviction of pod %s/%s on node %s: %s", b.PDB.Namespace, b.PDB.Name, b.Pod.Namespace, b.Pod.Name, b.Node, b.Message)
+		}
+		msg = s.blocked.Message
+	}
+	if r.timedOut(step, r.Options.DrainTimeout) {
+		r.failStep(s.op, step, fmt.Sprintf("Drain timed out after %s: %s", r.Options.DrainTimeout, msg))
+		r.fail(s.op, step.Message)
+		return nil
+	}
+	step.Message = "Draining: " + msg
+	s.requeue = r.Options.PollInterval
+	return nil
+}
+
+func (r *Reconciler) timedOut(step *opsv1.UpgradeStep, limit time.Duration) bool {
+	return limit > 0 && step.StartTime != nil && r.Now().Sub(step.StartTime.Time) > limit
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

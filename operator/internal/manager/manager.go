@@ -1,0 +1,137 @@
+// Package manager builds the ops-operator controller-runtime manager from
+// its options: leader election, probes, metrics, client QPS/burst, the
+// cloud providers and the reconcilers.
+package manager
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/internal/controller/upgrade"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
+)
+
+// Options are the operator's settings, bound to flags by BindFlags.
+type Options struct {
+	MetricsAddr          string
+	HealthAddr           string
+	LeaderElection       bool
+	LeaderElectionID     string
+	LeaderElectionNS     string
+	QPS                  float32
+	Burst                int
+	Upgrade              upgrade.Options
+	MockNamespace        string
+	MockOperationTime    time.Duration
+	GracefulShutdownTime time.Duration
+	// WatchNamespace limits the operator to one namespace's operations;
+	// empty watches all namespaces.
+	WatchNamespace string
+	// SkipControllerNameValidation allows several managers in one process
+	// (tests that restart the operator).
+	SkipControllerNameValidation bool
+}
+
+// DefaultOptions returns the defaults.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddr:          ":8080",
+		HealthAddr:           ":8081",
+		LeaderElection:       true,
+		LeaderElectionID:     "ops-operator.ops.observability.tidbcloud.com",
+		QPS:                  50,
+		Burst:                100,
+		Upgrade:              upgrade.DefaultOptions(),
+		MockNamespace:        mock.DefaultNamespace,
+		MockOperationTime:    5 * time.Second,
+		GracefulShutdownTime: 30 * time.Second,
+	}
+}
+
+// BindFlags binds the options to a flag set.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the Prometheus metrics endpoint (0 disables it).")
+	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "Address of the /healthz and /readyz probes.")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect a leader so that only one replica reconciles.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
+	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "Namespace of the leader election Lease (default: the Pod's namespace).")
+	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the Kubernetes API server.")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the Kubernetes API server.")
+	fs.IntVar(&o.Upgrade.MaxConcurrentReconciles, "concurrent", o.Upgrade.MaxConcurrentReconciles, "Number of ClusterUpgradeOperations reconciled at once.")
+	fs.DurationVar(&o.Upgrade.PollInterval, "poll-interval", o.Upgrade.PollInterval, "How often a running cloud operation or a Kubernetes-side wait is checked.")
+	fs.DurationVar(&o.Upgrade.RetryInterval, "retry-interval", o.Upgrade.RetryInterval, "Wait after a retryable cloud error without a Retry-After hint.")
+	fs.DurationVar(&o.Upgrade.NodesReadyTimeout, "nodes-ready-timeout", o.Upgrade.NodesReadyTimeout, "How long a new node group's Nodes may take to become Ready.")
+	fs.DurationVar(&o.Upgrade.RolloutTimeout, "vmstorage-rollout-timeout", o.Upgrade.RolloutTimeout, "How long the VMStorage rollout may take.")
+	fs.DurationVar(&o.Upgrade.DrainTimeout, "drain-timeout", o.Upgrade.DrainTimeout, "How long draining an old node group may take before the operation fails.")
+	fs.StringVar(&o.MockNamespace, "mock-namespace", o.MockNamespace, "Namespace of the simulated cloud's state (cloudProvider mock).")
+	fs.DurationVar(&o.MockOperationTime, "mock-operation-duration", o.MockOperationTime, "Simulated duration of every mock cloud operation.")
+	fs.StringVar(&o.WatchNamespace, "watch-namespace", o.WatchNamespace, "Only reconcile objects in this namespace (default: all namespaces).")
+	fs.DurationVar(&o.GracefulShutdownTime, "graceful-shutdown-timeout", o.GracefulShutdownTime, "How long to wait for reconciles to finish on shutdown.")
+}
+
+// Scheme returns the scheme the operator uses.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(opsv1.AddToScheme(s))
+	return s
+}
+
+// New builds the manager with every reconciler registered. registry may
+// be nil: then the mock provider is registered from the options.
+func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	recoverPanic, skipName := true, o.SkipControllerNameValidation
+	var cacheOpts cache.Options
+	if o.WatchNamespace != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{o.WatchNamespace: {}}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Cache:                         cacheOpts,
+		Scheme:                        Scheme(),
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.HealthAddr,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNS,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &o.GracefulShutdownTime,
+		Controller:                    config.Controller{RecoverPanic: &recoverPanic, SkipNameValidation: &skipName},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if registry == nil {
+		registry = cloud.NewRegistry(&mock.Provider{Client: mgr.GetClient(), Namespace: o.MockNamespace, OperationDuration: o.MockOperationTime})
+	}
+	if err := (&upgrade.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Providers: registry,
+		Recorder:  mgr.GetEventRecorder("ops-operator"),
+		Options:   o.Upgrade,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the ClusterUpgradeOperation controller: %w", err)
+	}
+	return mgr, nil
+}
