@@ -28,6 +28,8 @@ type Options struct {
 	StateDir string
 	// Out receives progress lines.
 	Out io.Writer
+	// WithOperator starts ops-operator from bin/ (`make build`).
+	WithOperator bool
 }
 
 // DevCluster is the simulated cloud's cluster the stack starts with.
@@ -39,9 +41,11 @@ type Stack struct {
 	Flux *testenv.Flux
 	// Kubeconfig is an admin kubeconfig in StateDir.
 	Kubeconfig string
-	logDir     string
-	procs      []*testenv.Process
-	out        io.Writer
+	// Operator is the running ops-operator, if started.
+	Operator *testenv.Process
+	logDir   string
+	procs    []*testenv.Process
+	out      io.Writer
 }
 
 // Start brings the stack up. On error everything started is stopped.
@@ -62,10 +66,19 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 			s.Stop()
 		}
 	}()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return s, err
+	}
+	vmCRDs := filepath.Join(state, "vm-crds")
+	if err := vmOperatorCRDs(root, vmCRDs); err != nil {
+		return s, err
+	}
 	s.step("Starting etcd and kube-apiserver (state in %s)", state)
 	s.Env, err = testenv.Start(testenv.Options{
-		EtcdDataDir: filepath.Join(state, "etcd"),
-		AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme},
+		EtcdDataDir:  filepath.Join(state, "etcd"),
+		ExtraCRDDirs: []string{vmCRDs},
+		AddToScheme:  []func(*runtime.Scheme) error{opsv1.AddToScheme},
 	})
 	if err != nil {
 		return s, err
@@ -86,9 +99,19 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if s.Flux, err = s.Env.StartFlux(ctx, testenv.FluxOptions{}); err != nil {
 		return s, err
 	}
+	s.step("Starting the VictoriaMetrics operator")
+	if err := s.startVMOperator(ctx); err != nil {
+		return s, err
+	}
 	s.step("Seeding the simulated cloud: cluster %s in region %s", DevCluster.Name, DevCluster.Region)
 	if err := s.seedCloud(ctx); err != nil {
 		return s, err
+	}
+	if o.WithOperator {
+		s.step("Starting ops-operator")
+		if err := s.StartOperator(ctx); err != nil {
+			return s, err
+		}
 	}
 	return s, nil
 }
@@ -132,6 +155,7 @@ func (s *Stack) Processes() []*testenv.Process {
 // Stop stops everything the stack started, in reverse order.
 func (s *Stack) Stop() {
 	var errs []error
+	s.StopOperator()
 	if s.Flux != nil {
 		s.Flux.Stop()
 	}

@@ -79,6 +79,16 @@ func (p *Process) Stop(grace time.Duration) error {
 	return nil
 }
 
+// Kill ends the process at once with SIGKILL, as a crash would.
+func (p *Process) Kill() error {
+	if p.Exited() {
+		return nil
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+	return nil
+}
+
 // Log returns the tail of the process output (at most max bytes).
 func (p *Process) Log(max int) string {
 	b, err := os.ReadFile(p.LogPath)

@@ -1,0 +1,122 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tidbcloud/ops-server/operator/testenv"
+)
+
+// vmOperatorCRDs writes the VictoriaMetrics operator's CRDs (from the
+// module the vm-operator binary is built from, so they always match) into
+// dir, one file per CRD, leaving out the ones crds/ already has.
+func vmOperatorCRDs(root, dir string) error {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/VictoriaMetrics/operator")
+	cmd.Dir = filepath.Join(root, "hack", "tools", "vm-operator")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("locating the VictoriaMetrics operator module: %w", err)
+	}
+	src := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "overlay", "crd.descriptionless.yaml")
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	_, statErr := os.Stat(filepath.Join(root, "crds", "operator.victoriametrics.com_vmclusters.yaml"))
+	haveVMCluster := statErr == nil
+	for i, doc := range bytes.Split(b, []byte("\n---")) {
+		if !bytes.Contains(doc, []byte("kind: CustomResourceDefinition")) {
+			continue
+		}
+		// crds/ ships the VMCluster CRD the operator module uses.
+		if haveVMCluster && bytes.Contains(doc, []byte("name: vmclusters.operator.victoriametrics.com")) {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("vm-%02d.yaml", i)), doc, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startVMOperator runs the real VictoriaMetrics operator out of cluster:
+// VMCluster objects become vmstorage/vmselect/vminsert workloads.
+func (s *Stack) startVMOperator(ctx context.Context) error {
+	metrics, err := testenv.FreePort()
+	if err != nil {
+		return err
+	}
+	health, err := testenv.FreePort()
+	if err != nil {
+		return err
+	}
+	p, err := testenv.StartProcess("vm-operator", s.logDir, []string{
+		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", metrics),
+		fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", health),
+		"-pprof-addr=",
+		"-leader-elect=false",
+	}, []string{
+		"KUBECONFIG=" + s.Env.KubeconfigPath,
+		"WATCH_NAMESPACE=",
+		// Local pods are simulated; do not wait minutes for them.
+		"VM_PODWAITREADYTIMEOUT=30s",
+		"VM_APPREADYTIMEOUT=60s",
+		"VM_PODWAITREADYINTERVALCHECK=1s",
+	})
+	if err != nil {
+		return err
+	}
+	s.procs = append(s.procs, p)
+	return p.WaitHTTPOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/ready", health), time.Minute)
+}
+
+// OperatorArgs are the ops-operator flags of the local stack: no leader
+// election (it is killed and restarted by the e2e suite), quick polls and a
+// few seconds per simulated cloud operation.
+var OperatorArgs = []string{
+	"--leader-elect=false",
+	"--poll-interval=1s",
+	"--retry-interval=1s",
+	"--mock-operation-duration=2s",
+	"--drain-timeout=5m",
+	"--zap-log-level=info",
+}
+
+// StartOperator starts ops-operator from bin/ (built by `make build`).
+func (s *Stack) StartOperator(ctx context.Context) error {
+	metrics, err := testenv.FreePort()
+	if err != nil {
+		return err
+	}
+	health, err := testenv.FreePort()
+	if err != nil {
+		return err
+	}
+	p, err := testenv.StartProcess("ops-operator", s.logDir, append([]string{
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metrics),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", health),
+	}, OperatorArgs...), []string{"KUBECONFIG=" + s.Env.KubeconfigPath})
+	if err != nil {
+		return err
+	}
+	s.Operator = p
+	return p.WaitHTTPOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", health), time.Minute)
+}
+
+// StopOperator kills ops-operator (SIGKILL: as a crash would).
+func (s *Stack) StopOperator() {
+	if s.Operator != nil {
+		_ = s.Operator.Kill()
+		s.Operator = nil
+	}
+}
