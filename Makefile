@@ -28,10 +28,6 @@ help: ## Show this help.
 tools: ## Build the pinned tool binaries (kube-apiserver, etcd, Flux, controller-gen, ...) into bin/, cached per user.
 	hack/tools/build.sh
 
-.PHONY: tools-test
-tools-test: ## Build only what `make test` needs.
-	hack/tools/build.sh etcd kube-apiserver controller-gen source-controller helm-controller
-
 ##@ Development
 
 .PHONY: generate
@@ -66,7 +62,7 @@ build: ## Build the ops-apiserver and ops-operator binaries into bin/.
 	go build -o $(BIN)/ ./apiserver/cmd/... ./operator/cmd/...
 
 .PHONY: dev
-dev: tools ## Run the whole stack locally on 127.0.0.1 (see README).
+dev: tools build ## Run the whole stack locally on 127.0.0.1 (see README).
 	go run ./e2e/cmd/ops-dev --state-dir $(ROOT)/.dev
 
 .PHONY: dev-clean
@@ -76,7 +72,7 @@ dev-clean: ## Forget the local stack's state.
 ##@ Test
 
 .PHONY: test
-test: tools-test lint verify ## Everything CI runs: lint, verify, then every test of every module (unit, integration on a real control plane with real Flux, e2e).
+test: tools lint verify ## Everything CI runs: lint, verify, then every test of every module (unit, integration on a real control plane with real Flux, e2e).
 	$(GO_TEST) $(TEST_FLAGS) $(PKGS)
 
 .PHONY: test-e2e
