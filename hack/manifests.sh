@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Generates every CRD in crds/ with controller-gen: ours from operator/api,
 # and the Flux kinds from the Flux api modules the operator module imports
-# (the same versions the Flux binaries in bin/ are built from).
+# (the same versions the Flux binaries in bin/ are built from). The
+# VictoriaMetrics VMCluster CRD is copied from the VM operator's module.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cg="$root/bin/controller-gen"
@@ -20,6 +21,36 @@ fi
   paths=github.com/fluxcd/source-controller/api/... \
   output:crd:dir="$tmp/flux")
 
+# VictoriaMetrics: only the VMCluster CRD (ops-operator patches VMClusters
+# and watches their vmstorage rollout; the VM operator owns the rest). The
+# module ships every CRD in one multi-document file; keep the vmclusters
+# document of the variant its overlay installs (descriptions stripped).
+vm_operator=github.com/VictoriaMetrics/operator@v0.74.1
+vm_dir=$(cd "$tmp" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "$vm_operator" |
+  sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+vm_crds="$vm_dir/config/crd/overlay/crd.descriptionless.yaml"
+mkdir -p "$tmp/vm"
+awk -v want="  name: vmclusters.operator.victoriametrics.com" '
+  function flush() { if (hit) printf "%s", doc; doc = ""; hit = 0 }
+  $0 == "---" { flush(); next }
+  { doc = doc $0 "\n"; if ($0 == want) hit = 1 }
+  END { flush() }
+' "$vm_crds" >"$tmp/vm/operator.victoriametrics.com_vmclusters.yaml"
+if ! grep -q '^kind: CustomResourceDefinition$' "$tmp/vm/operator.victoriametrics.com_vmclusters.yaml"; then
+  echo "no VMCluster CRD in $vm_crds" >&2
+  exit 1
+fi
+
 mkdir -p "$out"
 rm -f "$out"/*.yaml
 cp "$tmp"/*/*.yaml "$out"/
+
+# The ops-server chart ships our CRDs and the Flux kinds, copied from crds/
+# (not the VMCluster CRD: it belongs to the VictoriaMetrics operator, which
+# must be installed on its own).
+chart_crds="$root/deploy/charts/ops-server/crds"
+mkdir -p "$chart_crds"
+rm -f "$chart_crds"/*.yaml
+cp "$out"/ops.observability.tidbcloud.com_*.yaml \
+  "$out"/helm.toolkit.fluxcd.io_*.yaml \
+  "$out"/source.toolkit.fluxcd.io_*.yaml "$chart_crds"/

@@ -103,7 +103,8 @@ type Result struct {
 // Pods are listed with the field selector spec.nodeName=<node> through r,
 // which must read from the API server: pass the manager's APIReader
 // (mgr.GetAPIReader()), because controller-runtime's cached client only
-// serves field selectors it has an index for. c creates the Evictions.
+// serves field selectors it has an index for. PodDisruptionBudgets are read
+// through r too. c creates the Evictions.
 //
 // Evictions carry a UID precondition, so a pod that was deleted and
 // re-created with the same name (a StatefulSet pod, typically on another
@@ -113,12 +114,22 @@ type Result struct {
 // evicted, and the errors are returned together with the Result of the
 // pass.
 //
+// Staying non-blocking: client-go silently retries a 429 that carries a
+// Retry-After header, up to ten times, sleeping in between. The Eviction
+// API sends one (10 s) when the budget guarding a pod has a status older
+// than its spec (status.observedGeneration < metadata.generation: the
+// disruption controller has not processed it yet), which would hold a
+// pass for minutes per pod. So for a Running and Ready pod guarded by
+// exactly one such budget — the case where the API server is certain to
+// refuse for that reason — Drain reports the pod Blocked without calling
+// the API. Every other refusal comes from the API server itself.
+//
 // Bare pods (without a controller) and pods with emptyDir volumes are
 // evicted like any other: the drain is followed by the deletion of the
 // Nodes, which loses them anyway.
 func Drain(ctx context.Context, c client.Client, r client.Reader, nodes []string, now time.Time) (*Result, error) {
 	res := &Result{}
-	pdbs := map[string][]policyv1.PodDisruptionBudget{}
+	budgets := &budgets{r: r, byNamespace: map[string][]policyv1.PodDisruptionBudget{}}
 	var errs []error
 	for _, node := range dedupe(nodes) {
 		pods := &corev1.PodList{}
@@ -139,30 +150,65 @@ func Drain(ctx context.Context, c client.Client, r client.Reader, nodes []string
 				res.Remaining = append(res.Remaining, key)
 				continue
 			}
+			res.Remaining = append(res.Remaining, key)
+			if guarded(pod) {
+				matching, err := budgets.matching(ctx, pod)
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				if len(matching) == 1 && matching[0].Status.ObservedGeneration < matching[0].Generation {
+					pdb := &matching[0]
+					res.Blocked = append(res.Blocked, Blocked{
+						Pod: key, Node: node, PDB: &types.NamespacedName{Namespace: pdb.Namespace, Name: pdb.Name},
+						Message: fmt.Sprintf("The disruption budget %s is not processed yet by the disruption controller "+
+							"(status.observedGeneration %d < generation %d): the Eviction API refuses every eviction it guards",
+							pdb.Name, pdb.Status.ObservedGeneration, pdb.Generation),
+						ObservedAt: now,
+					})
+					continue
+				}
+			}
 			err := evict(ctx, c, pod)
 			switch {
 			case err == nil:
 				res.Evicted = append(res.Evicted, key)
-				res.Remaining = append(res.Remaining, key)
 			case apierrors.IsNotFound(err), apierrors.IsConflict(err):
 				// Gone (or replaced by a pod of the same name) since the list.
+				res.Remaining = res.Remaining[:len(res.Remaining)-1]
 			case apierrors.IsTooManyRequests(err):
 				b := Blocked{Pod: key, Node: node, Message: refusal(err), ObservedAt: now}
-				pdb, lerr := matchingPDB(ctx, r, pdbs, pod)
+				matching, lerr := budgets.matching(ctx, pod)
 				if lerr != nil {
 					errs = append(errs, lerr)
 				}
-				b.PDB = pdb
+				if len(matching) > 0 {
+					b.PDB = &types.NamespacedName{Namespace: matching[0].Namespace, Name: matching[0].Name}
+				}
 				res.Blocked = append(res.Blocked, b)
-				res.Remaining = append(res.Remaining, key)
 			default:
 				errs = append(errs, fmt.Errorf("evicting pod %s from node %s: %w", key, node, err))
-				res.Remaining = append(res.Remaining, key)
 			}
 		}
 	}
 	res.Done = len(res.Remaining) == 0
 	return res, errors.Join(errs...)
+}
+
+// guarded reports whether the Eviction API checks budgets for pod: it does
+// not for pods that are Pending, finished or terminating, and it may not
+// for a pod that is not Ready (unhealthy pods can be evicted without using
+// a disruption).
+func guarded(pod *corev1.Pod) bool {
+	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // skip reports whether a drain leaves pod alone: it belongs to a DaemonSet
@@ -209,32 +255,38 @@ func refusal(err error) string {
 	return msg
 }
 
-// matchingPDB finds the PodDisruptionBudget guarding pod the way the
-// Eviction API does: in the pod's namespace, by label selector, skipping
-// budgets with an invalid selector. The API server refuses to evict a pod
-// guarded by more than one budget with a different error, so a 429 comes
-// from exactly one; the first match is returned. The budgets of a
-// namespace are listed once per pass (cache).
-func matchingPDB(ctx context.Context, r client.Reader, cache map[string][]policyv1.PodDisruptionBudget, pod *corev1.Pod) (*types.NamespacedName, error) {
-	list, ok := cache[pod.Namespace]
+// budgets lists the PodDisruptionBudgets of a namespace once per pass.
+type budgets struct {
+	r           client.Reader
+	byNamespace map[string][]policyv1.PodDisruptionBudget
+}
+
+// matching returns the budgets guarding pod, chosen the way the Eviction
+// API chooses them: in the pod's namespace, by label selector, skipping
+// budgets whose selector is invalid. The API server refuses to evict a pod
+// guarded by more than one budget with a different error (500), so a 429
+// comes from exactly one.
+func (b *budgets) matching(ctx context.Context, pod *corev1.Pod) ([]policyv1.PodDisruptionBudget, error) {
+	all, ok := b.byNamespace[pod.Namespace]
 	if !ok {
-		pdbs := &policyv1.PodDisruptionBudgetList{}
-		if err := r.List(ctx, pdbs, client.InNamespace(pod.Namespace)); err != nil {
+		list := &policyv1.PodDisruptionBudgetList{}
+		if err := b.r.List(ctx, list, client.InNamespace(pod.Namespace)); err != nil {
 			return nil, fmt.Errorf("listing PodDisruptionBudgets in namespace %s: %w", pod.Namespace, err)
 		}
-		list = pdbs.Items
-		cache[pod.Namespace] = list
+		all = list.Items
+		b.byNamespace[pod.Namespace] = all
 	}
-	for i := range list {
-		selector, err := metav1.LabelSelectorAsSelector(list[i].Spec.Selector)
+	var out []policyv1.PodDisruptionBudget
+	for _, pdb := range all {
+		selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
 		if err != nil {
 			continue
 		}
 		if selector.Matches(labels.Set(pod.Labels)) {
-			return &types.NamespacedName{Namespace: list[i].Namespace, Name: list[i].Name}, nil
+			out = append(out, pdb)
 		}
 	}
-	return nil, nil
+	return out, nil
 }
 
 // dedupe returns the distinct node names, sorted.

@@ -11,9 +11,11 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/operator/internal/drain"
@@ -318,28 +320,32 @@ func TestDrainPass(t *testing.T) {
 }
 
 // setPDBStatus plays kube-controller-manager's disruption controller, which
-// does not run here. What the Eviction API (pkg/registry/core/pod/storage/
-// eviction.go, checkAndDecrement) reads from a PodDisruptionBudget guarding
-// a Running pod:
+// does not run here. What the Eviction API (kube-apiserver v1.37,
+// pkg/registry/core/pod/storage/eviction.go, checkAndDecrement) reads from
+// the PodDisruptionBudget guarding a Running, Ready pod:
 //
-//   - status.observedGeneration < metadata.generation: 429 "The disruption
-//     budget <name> is still being processed by the server." — so a new
-//     budget, or one whose spec just changed, refuses every eviction until
-//     the controller has written its status for that generation;
-//   - status.disruptionsAllowed == 0: 429, with the cause "The disruption
-//     budget <name> needs <desiredHealthy> healthy pods and has
-//     <currentHealthy> currently" when currentHealthy <= desiredHealthy;
+//   - status.observedGeneration < metadata.generation: 429 with Retry-After
+//     10 s and the cause "The disruption budget <name> is still being
+//     processed by the server." So a new budget, or one whose spec just
+//     changed, refuses every eviction until the controller has written its
+//     status for that generation (Drain reports this case itself, without
+//     calling the API: see its doc);
+//   - status.disruptionsAllowed == 0: 429 without Retry-After, with the
+//     cause "The disruption budget <name> needs <desiredHealthy> healthy
+//     pods and has <currentHealthy> currently" when currentHealthy <=
+//     desiredHealthy, else "... does not allow evicting pods currently";
 //   - status.disruptionsAllowed > 0: allowed; the API server itself
 //     decrements disruptionsAllowed and records the pod in
-//     status.disruptedPods (one eviction per allowed disruption, until the
-//     controller recomputes);
+//     status.disruptedPods, so one eviction per allowed disruption until
+//     the controller recomputes;
 //   - status.disruptionsAllowed < 0 or more than 2000 disruptedPods: 403
-//     (policy/v1 validation rejects a negative value anyway).
+//     (policy/v1 status validation rejects a negative value anyway).
 //
+// currentHealthy, desiredHealthy and expectedPods only shape the message.
 // Pods that are Pending, Succeeded, Failed or already terminating are
-// deleted without looking at budgets; a Running pod that is not Ready is
-// deleted without using a disruption when currentHealthy >= desiredHealthy
-// > 0. So the test pods guarded here are Running and Ready.
+// deleted without looking at budgets, and a Running pod that is not Ready
+// is deleted without using a disruption when currentHealthy >=
+// desiredHealthy > 0 — so the guarded test pods are Running and Ready.
 func setPDBStatus(g Gomega, key client.ObjectKey, allowed, healthy, desired int32) {
 	pdb := &policyv1.PodDisruptionBudget{}
 	g.Expect(env.Client.Get(context.Background(), key, pdb)).To(Succeed())
@@ -390,6 +396,16 @@ func TestDrainRespectsPodDisruptionBudget(t *testing.T) {
 			ObservedAt: now,
 		}
 	}
+	// A budget whose status is older than its spec: Drain does not call
+	// the Eviction API (see Drain), it says why itself.
+	stale := func(pod, node string, observed, generation int64) drain.Blocked {
+		return drain.Blocked{
+			Pod: types.NamespacedName{Namespace: ns, Name: pod}, Node: node, PDB: dbPDB,
+			Message: fmt.Sprintf("The disruption budget db is not processed yet by the disruption controller "+
+				"(status.observedGeneration %d < generation %d): the Eviction API refuses every eviction it guards", observed, generation),
+			ObservedAt: now,
+		}
+	}
 	pass := func() *drain.Result {
 		t.Helper()
 		res, err := drain.Drain(ctx, env.Client, env.Client, nodes, now)
@@ -404,11 +420,14 @@ func TestDrainRespectsPodDisruptionBudget(t *testing.T) {
 		evicted, remaining []string
 		blocked            []drain.Blocked
 		done               bool
+		// stale: the budget's status is older than its spec.
+		stale bool
 	}{
 		{
 			name:      "a budget without status refuses: the disruption controller has not processed it",
+			stale:     true,
 			evicted:   list("web"),
-			blocked:   []drain.Blocked{blocked("db-0", nodes[0], "The disruption budget db is still being processed by the server."), blocked("db-1", nodes[1], "The disruption budget db is still being processed by the server.")},
+			blocked:   []drain.Blocked{stale("db-0", nodes[0], 0, 1), stale("db-1", nodes[1], 0, 1)},
 			remaining: list("db-0", "web", "db-1"),
 		},
 		{
@@ -418,7 +437,8 @@ func TestDrainRespectsPodDisruptionBudget(t *testing.T) {
 			remaining: list("db-0", "db-1"),
 		},
 		{
-			name: "relaxing the spec alone is not enough: the new generation is not processed yet",
+			name:  "relaxing the spec alone is not enough: the new generation is not processed yet",
+			stale: true,
 			before: func() {
 				cur := &policyv1.PodDisruptionBudget{}
 				g.Expect(env.Client.Get(ctx, pdbKey, cur)).To(Succeed())
@@ -426,7 +446,7 @@ func TestDrainRespectsPodDisruptionBudget(t *testing.T) {
 				cur.Spec.MinAvailable = new(intstr.FromInt32(1))
 				g.Expect(env.Client.Patch(ctx, cur, patch)).To(Succeed())
 			},
-			blocked:   []drain.Blocked{blocked("db-0", nodes[0], "The disruption budget db is still being processed by the server."), blocked("db-1", nodes[1], "The disruption budget db is still being processed by the server.")},
+			blocked:   []drain.Blocked{stale("db-0", nodes[0], 1, 2), stale("db-1", nodes[1], 1, 2)},
 			remaining: list("db-0", "db-1"),
 		},
 		{
@@ -459,12 +479,46 @@ func TestDrainRespectsPodDisruptionBudget(t *testing.T) {
 		if step.before != nil {
 			step.before()
 		}
-		t0 := time.Now()
+		if step.stale {
+			// What Drain avoids: the API server refuses with a 429 that
+			// asks the client to retry in 10 s (client-go would, ten times).
+			err := evictOnce(ns, "db-0")
+			g.Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), "%s: %v", step.name, err)
+			delay, ok := apierrors.SuggestsClientDelay(err)
+			g.Expect(ok).To(BeTrue())
+			g.Expect(delay).To(Equal(10))
+			g.Expect(causes(err)).To(ConsistOf("The disruption budget db is still being processed by the server."))
+		}
 		res := pass()
-		t.Logf("DEBUG %s: %s", step.name, time.Since(t0))
 		g.Expect(names(res.Evicted)).To(Equal(list(step.evicted...)), step.name)
 		g.Expect(names(res.Remaining)).To(Equal(list(step.remaining...)), step.name)
 		g.Expect(append([]drain.Blocked{}, res.Blocked...)).To(Equal(append([]drain.Blocked{}, step.blocked...)), step.name)
 		g.Expect(res.Done).To(Equal(step.done), step.name)
 	}
+}
+
+// evictOnce asks for the eviction of a pod once, without client-go's
+// retries on a 429 with Retry-After.
+func evictOnce(ns, name string) error {
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		return err
+	}
+	body := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	return cs.PolicyV1().RESTClient().Post().
+		AbsPath("/api/v1/namespaces", ns, "pods", name, "eviction").
+		Body(body).MaxRetries(0).Do(context.Background()).Error()
+}
+
+// causes are the DisruptionBudget causes of an API error.
+func causes(err error) []string {
+	var out []string
+	if status, ok := err.(apierrors.APIStatus); ok && status.Status().Details != nil {
+		for _, c := range status.Status().Details.Causes {
+			if c.Type == policyv1.DisruptionBudgetCause {
+				out = append(out, c.Message)
+			}
+		}
+	}
+	return out
 }

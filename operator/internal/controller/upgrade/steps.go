@@ -2,12 +2,14 @@ package upgrade
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -325,8 +327,13 @@ func (r *Reconciler) rolloutVMStorage(ctx context.Context, s *scope, step *opsv1
 		r.event(s.op, "Normal", "VMClusterPatched", "Patched VMCluster %s (generation %d, changed %t)", key, gen, changed)
 	}
 	stsNS, stsName := ng.VMStorageStatefulSet()
+	// Placement on the new group is required whenever the values change
+	// something — not only when this reconcile's patch did: after a crash
+	// between the patch and the status write, the repeated patch changes
+	// nothing, yet the pods must still move.
+	requirePlacement := changed || !emptyObject(ng.VMClusterHelmValues)
 	ro, err := vmstorage.RolloutStatus(ctx, r.APIReader, key, gen, types.NamespacedName{Namespace: stsNS, Name: stsName},
-		s.provider.NodeGroupLabel(), ng.NewNodeGroupName, changed)
+		s.provider.NodeGroupLabel(), ng.NewNodeGroupName, requirePlacement)
 	if err != nil {
 		return err
 	}
@@ -343,6 +350,15 @@ func (r *Reconciler) rolloutVMStorage(ctx context.Context, s *scope, step *opsv1
 	s.blocked = &opsv1.BlockedBy{StepID: step.ID, Reason: opsv1.BlockedByVMClusterNotOperational, Message: ro.Message}
 	s.requeue = r.Options.PollInterval
 	return nil
+}
+
+// emptyObject reports whether raw JSON is absent or {}.
+func emptyObject(raw *runtime.RawExtension) bool {
+	if raw == nil {
+		return true
+	}
+	var m map[string]any
+	return json.Unmarshal(raw.Raw, &m) == nil && len(m) == 0
 }
 
 func rolloutMarker(gen int64, changed bool) string {
