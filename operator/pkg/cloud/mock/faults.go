@@ -52,6 +52,13 @@ func (f *Faults) Add(fault Fault) {
 	f.faults = append(f.faults, fault)
 }
 
+// Calls is how many calls of op were counted so far.
+func (f *Faults) Calls(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[op]
+}
+
 // next counts a call of op and returns the fault that applies, if any.
 func (f *Faults) next(op string) *Fault {
 	if f == nil {

@@ -1,0 +1,150 @@
+package upgrades
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+)
+
+// CloudTimeout bounds one cloud read.
+const CloudTimeout = 30 * time.Second
+
+// ClusterQuery is the validated query of /nodeGroups and /addons.
+type ClusterQuery struct {
+	K8sClusterName string
+	Region         string
+	CloudProvider  string
+}
+
+// ParseClusterQuery checks the three required parameters, naming each one
+// missing or invalid.
+func ParseClusterQuery(q url.Values, addons bool) (ClusterQuery, *apierror.Error) {
+	c := ClusterQuery{K8sClusterName: q.Get("k8sClusterName"), Region: q.Get("region"), CloudProvider: q.Get("cloudProvider")}
+	var v []apierror.FieldViolation
+	for k := range q {
+		if !oneOf(k, []string{"k8sClusterName", "region", "cloudProvider"}) {
+			v = append(v, apierror.Violation(k, "unknown query parameter"))
+		}
+	}
+	check := func(field, value string, max int) {
+		switch {
+		case value == "":
+			v = append(v, apierror.Violation(field, "is required"))
+		case len(value) > max || !dnsLabel.MatchString(value):
+			v = append(v, apierror.Violation(field, "must consist of lowercase letters, digits and '-' (at most %d characters)", max))
+		}
+	}
+	check("k8sClusterName", c.K8sClusterName, maxClusterName)
+	check("region", c.Region, maxLabel)
+	switch {
+	case c.CloudProvider == "":
+		v = append(v, apierror.Violation("cloudProvider", "is required (one of %s)", strings.Join(providers, ", ")))
+	case !oneOf(c.CloudProvider, providers):
+		v = append(v, apierror.Violation("cloudProvider", "must be one of %s", strings.Join(providers, ", ")))
+	case addons && !oneOf(c.CloudProvider, []string{"eks", "ack", "mock"}):
+		v = append(v, apierror.Violation("cloudProvider", "cluster addons are not supported by this provider (%s); only eks, ack and mock have them", c.CloudProvider))
+	}
+	if len(v) > 0 {
+		sortViolations(v)
+		return c, apierror.InvalidArgument("invalid cluster query", v...)
+	}
+	return c, nil
+}
+
+// NodeGroups lists a cluster's node groups from the cloud.
+func (s *Service) NodeGroups(ctx context.Context, q ClusterQuery) ([]NodeGroup, error) {
+	p, ref, err := s.resolve(q)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, CloudTimeout)
+	defer cancel()
+	groups, err := p.ListNodeGroups(ctx, ref)
+	if err != nil {
+		return nil, cloudError(err)
+	}
+	out := make([]NodeGroup, 0, len(groups))
+	for _, g := range groups {
+		ng := NodeGroup{Name: g.Name, Version: g.Version, Status: g.Status, DesiredSize: g.DesiredSize, MinSize: g.MinSize, MaxSize: g.MaxSize, InstanceTypes: g.InstanceTypes, Labels: g.Labels}
+		for _, t := range g.Taints {
+			ng.Taints = append(ng.Taints, Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+		}
+		out = append(out, ng)
+	}
+	return out, nil
+}
+
+// Addons lists a cluster's addons from the cloud.
+func (s *Service) Addons(ctx context.Context, q ClusterQuery) ([]ClusterAddon, error) {
+	p, ref, err := s.resolve(q)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, CloudTimeout)
+	defer cancel()
+	addons, err := p.ListAddons(ctx, ref)
+	if err != nil {
+		return nil, cloudError(err)
+	}
+	out := make([]ClusterAddon, 0, len(addons))
+	for _, a := range addons {
+		out = append(out, ClusterAddon{Name: a.Name, Version: a.Version, Status: a.Status, AvailableVersions: a.AvailableVersions})
+	}
+	return out, nil
+}
+
+func (s *Service) resolve(q ClusterQuery) (cloud.Provider, cloud.ClusterRef, error) {
+	if s.Providers == nil {
+		return nil, cloud.ClusterRef{}, apierror.InvalidArgument("no cloud provider is configured",
+			apierror.Violation("cloudProvider", "cloud provider %s is not configured on this server", q.CloudProvider))
+	}
+	p, ref, err := s.Providers.Resolve(q.CloudProvider, q.K8sClusterName, q.Region)
+	if err != nil {
+		var ce *cloud.Error
+		msg := err.Error()
+		if errors.As(err, &ce) {
+			msg = ce.Message
+		}
+		return nil, ref, apierror.InvalidArgument("the cluster cannot be reached with this server's configuration",
+			apierror.Violation("cloudProvider", "%s", msg))
+	}
+	return p, ref, nil
+}
+
+// cloudError maps a classified cloud error: the cluster missing is a 404,
+// an unsupported call a 400, a throttled or failing cloud a 503 (with
+// Retry-After) or a 504 on a timeout, and a refusal a 502. The message is
+// the provider's, which never holds a credential.
+func cloudError(err error) error {
+	var ce *cloud.Error
+	if !errors.As(err, &ce) {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return apierror.DeadlineExceeded("the cloud did not answer in time")
+		}
+		return &apierror.Error{Code: http.StatusBadGateway, Status: apierror.StatusForCode(http.StatusBadGateway), Reason: "CLOUD_ERROR", Message: "the cloud provider failed: " + err.Error()}
+	}
+	switch ce.Kind {
+	case cloud.NotFound:
+		return apierror.NotFound("CLUSTER_NOT_FOUND", "%s", ce.Error())
+	case cloud.Unsupported:
+		return apierror.InvalidArgument("not supported by this provider", apierror.Violation("cloudProvider", "%s", ce.Message))
+	case cloud.Retryable:
+		if ce.Timeout {
+			return apierror.DeadlineExceeded("%s", ce.Error())
+		}
+		e := apierror.Unavailable("%s", ce.Error()).WithReason("CLOUD_UNAVAILABLE")
+		if ce.RetryAfter > 0 {
+			e = e.WithMetadata("retryAfterSeconds", strconv.Itoa(int(ce.RetryAfter.Round(time.Second)/time.Second)+1))
+		}
+		return e
+	default:
+		return &apierror.Error{Code: http.StatusBadGateway, Status: apierror.StatusForCode(http.StatusBadGateway), Reason: "CLOUD_ERROR", Message: ce.Error()}
+	}
+}

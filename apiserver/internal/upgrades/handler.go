@@ -1,0 +1,154 @@
+package upgrades
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/server"
+)
+
+// Permission resources of the routes (see docs/auth.md).
+const (
+	Resource           = "upgradeoperations"
+	NodeGroupsResource = "nodegroups"
+	AddonsResource     = "addons"
+)
+
+// Handler binds and validates requests and calls the service.
+type Handler struct {
+	Svc *Service
+}
+
+// Routes implements server.API.
+func (h *Handler) Routes() []server.Route {
+	item := BasePath + "/:id"
+	return []server.Route{
+		{Method: http.MethodPost, Path: BasePath, Name: "upgradeOperations.create", Handler: h.create, Resource: Resource, Verb: "create"},
+		{Method: http.MethodPost, Path: BasePath + "/dry-run", Name: "upgradeOperations.dryRun", Handler: h.dryRun, Resource: Resource + "/dryrun", Verb: "create"},
+		{Method: http.MethodGet, Path: BasePath, Name: "upgradeOperations.list", Handler: h.list, Resource: Resource, Verb: "list"},
+		{Method: http.MethodGet, Path: item, Name: "upgradeOperations.get", Handler: h.get, Resource: Resource, Verb: "get"},
+		{Method: http.MethodPut, Path: item + "/pause", Name: "upgradeOperations.pause", Handler: h.pause, Resource: Resource + "/pause", Verb: "update"},
+		{Method: http.MethodPut, Path: item + "/resume", Name: "upgradeOperations.resume", Handler: h.resume, Resource: Resource + "/resume", Verb: "update"},
+		{Method: http.MethodDelete, Path: item, Name: "upgradeOperations.delete", Handler: h.delete, Resource: Resource, Verb: "delete"},
+		{Method: http.MethodGet, Path: NodeGroupsPath, Name: "nodeGroups.list", Handler: h.nodeGroups, Resource: NodeGroupsResource, Verb: "list"},
+		{Method: http.MethodGet, Path: AddonsPath, Name: "addons.list", Handler: h.addons, Resource: AddonsResource, Verb: "list"},
+	}
+}
+
+func (h *Handler) decode(c echo.Context) (*Request, string, error) {
+	body, err := server.ReadBody(c)
+	if err != nil {
+		return nil, "", err
+	}
+	key := c.Request().Header.Get(IdempotencyHeader)
+	if len(key) > 255 {
+		return nil, "", apierror.InvalidArgument("invalid Idempotency-Key", apierror.Violation(IdempotencyHeader, "must be at most 255 characters"))
+	}
+	req, verr := Decode(body)
+	if verr != nil {
+		return nil, "", verr
+	}
+	return req, key, nil
+}
+
+func (h *Handler) create(c echo.Context) error {
+	req, key, err := h.decode(c)
+	if err != nil {
+		return err
+	}
+	op, created, err := h.Svc.Create(c.Request().Context(), req, key)
+	if err != nil {
+		return err
+	}
+	if !created {
+		// A retry with the same Idempotency-Key: the operation it created.
+		return c.JSON(http.StatusOK, op)
+	}
+	// Accepted: the operator carries the operation out asynchronously.
+	return c.JSON(http.StatusAccepted, op)
+}
+
+func (h *Handler) dryRun(c echo.Context) error {
+	req, key, err := h.decode(c)
+	if err != nil {
+		return err
+	}
+	op, err := h.Svc.DryRun(c.Request().Context(), req, key)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, op)
+}
+
+func (h *Handler) list(c echo.Context) error {
+	req, verr := ParseList(c.QueryParams())
+	if verr != nil {
+		return verr
+	}
+	out, err := h.Svc.List(c.Request().Context(), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h *Handler) get(c echo.Context) error {
+	op, err := h.Svc.Get(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, op)
+}
+
+func (h *Handler) pause(c echo.Context) error {
+	op, err := h.Svc.Pause(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, op)
+}
+
+func (h *Handler) resume(c echo.Context) error {
+	op, err := h.Svc.Resume(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, op)
+}
+
+func (h *Handler) delete(c echo.Context) error {
+	out, err := h.Svc.Delete(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if out.Result == "Deleted" {
+		return c.JSON(http.StatusOK, out)
+	}
+	return c.JSON(http.StatusAccepted, out)
+}
+
+func (h *Handler) nodeGroups(c echo.Context) error {
+	q, verr := ParseClusterQuery(c.QueryParams(), false)
+	if verr != nil {
+		return verr
+	}
+	groups, err := h.Svc.NodeGroups(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"nodeGroups": groups})
+}
+
+func (h *Handler) addons(c echo.Context) error {
+	q, verr := ParseClusterQuery(c.QueryParams(), true)
+	if verr != nil {
+		return verr
+	}
+	addons, err := h.Svc.Addons(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"addons": addons})
+}

@@ -1,0 +1,332 @@
+package upgrades
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+)
+
+// FieldManager is the field manager of ops-apiserver's writes.
+const FieldManager = "ops-server"
+
+// Service decides; it reads from the informer cache and writes to the API
+// server.
+type Service struct {
+	Reader    client.Reader
+	Writer    client.Client
+	Namespace string
+	Providers *cloud.Registry
+	// Caller names the authenticated caller of a request (for the
+	// initiated-by annotation); nil or "" when unknown.
+	Caller func(context.Context) string
+}
+
+// Create creates an operation. With an idempotency key the object name is
+// derived from the key, so a retry finds the operation its first attempt
+// created: the same request returns it, a different one is a 409.
+func (s *Service) Create(ctx context.Context, req *Request, key string) (Operation, bool, error) {
+	obj := s.build(ctx, req, key)
+	if err := s.Writer.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+		if apierrors.IsAlreadyExists(err) && key != "" {
+			existing := &opsv1.ClusterUpgradeOperation{}
+			if gerr := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); gerr != nil {
+				return Operation{}, false, apierror.FromKubernetes(gerr)
+			}
+			if existing.Annotations[AnnotationIdempotencyKey] == key && equality.Semantic.DeepEqual(specForCompare(existing.Spec), specForCompare(obj.Spec)) {
+				return toOperation(existing), false, nil
+			}
+			return Operation{}, false, apierror.AlreadyExists(apierror.ReasonAlreadyExists,
+				"Idempotency-Key %q was already used for a different upgrade request (operation %s)", key, existing.Name)
+		}
+		return Operation{}, false, apierror.FromKubernetes(err)
+	}
+	return toOperation(obj), true, nil
+}
+
+func specForCompare(s opsv1.ClusterUpgradeOperationSpec) opsv1.ClusterUpgradeOperationSpec {
+	s.Paused, s.Cancel = false, false
+	return s
+}
+
+// DryRun returns exactly the object Create would make, after the API
+// server's own validation and defaulting (server-side dry run). Without an
+// idempotency key the name shown is one the API server generated for the
+// dry run; the real create generates another.
+func (s *Service) DryRun(ctx context.Context, req *Request, key string) (Operation, error) {
+	obj := s.build(ctx, req, key)
+	if err := s.Writer.Create(ctx, obj, client.DryRunAll, client.FieldOwner(FieldManager)); err != nil {
+		return Operation{}, apierror.FromKubernetes(err)
+	}
+	obj.UID = ""
+	return toOperation(obj), nil
+}
+
+func (s *Service) build(ctx context.Context, req *Request, key string) *opsv1.ClusterUpgradeOperation {
+	obj := &opsv1.ClusterUpgradeOperation{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   s.Namespace,
+			Labels:      map[string]string{LabelCluster: req.K8sClusterName},
+			Annotations: map[string]string{},
+		},
+		Spec: toSpec(req),
+	}
+	if key != "" {
+		sum := sha256.Sum256([]byte(key))
+		obj.Name = "upgrade-" + hex.EncodeToString(sum[:])[:16]
+		obj.Annotations[AnnotationIdempotencyKey] = key
+	} else {
+		obj.GenerateName = "upgrade-"
+	}
+	if s.Caller != nil {
+		if who := s.Caller(ctx); who != "" {
+			obj.Annotations[AnnotationInitiatedBy] = who
+		}
+	}
+	return obj
+}
+
+// Get returns an operation by name or id (UID).
+func (s *Service) Get(ctx context.Context, id string) (Operation, error) {
+	obj, err := s.find(ctx, id)
+	if err != nil {
+		return Operation{}, err
+	}
+	return toOperation(obj), nil
+}
+
+func (s *Service) find(ctx context.Context, id string) (*opsv1.ClusterUpgradeOperation, error) {
+	if id == "" || len(id) > 253 {
+		return nil, notFound(id)
+	}
+	obj := &opsv1.ClusterUpgradeOperation{}
+	err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: id}, obj)
+	if err == nil {
+		return obj, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, apierror.FromKubernetes(err)
+	}
+	list := &opsv1.ClusterUpgradeOperationList{}
+	if err := s.Reader.List(ctx, list, client.InNamespace(s.Namespace)); err != nil {
+		return nil, apierror.FromKubernetes(err)
+	}
+	for i := range list.Items {
+		if string(list.Items[i].UID) == id {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, notFound(id)
+}
+
+func notFound(id string) error {
+	return apierror.NotFound(apierror.ReasonNotFound, "upgrade operation %q not found", id)
+}
+
+// ListRequest is a validated list query.
+type ListRequest struct {
+	K8sClusterName string
+	Status         string
+	PageSize       int
+	After          cursor
+}
+
+type cursor struct {
+	Created int64  `json:"c"`
+	Name    string `json:"n"`
+	Cluster string `json:"k,omitempty"`
+	Status  string `json:"s,omitempty"`
+}
+
+// Page sizes (AIP-158).
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 1000
+)
+
+var phases = []string{"Pending", "Scheduled", "Running", "Paused", "Succeeded", "Failed", "Cancelling", "Cancelled"}
+
+// ParseList validates the list query.
+func ParseList(q url.Values) (ListRequest, *apierror.Error) {
+	var v []apierror.FieldViolation
+	r := ListRequest{K8sClusterName: q.Get("k8sClusterName"), Status: q.Get("status"), PageSize: DefaultPageSize}
+	for k := range q {
+		if !oneOf(k, []string{"k8sClusterName", "status", "pageSize", "pageToken"}) {
+			v = append(v, apierror.Violation(k, "unknown query parameter"))
+		}
+	}
+	if r.Status != "" && !oneOf(r.Status, phases) {
+		v = append(v, apierror.Violation("status", "must be one of %v", phases))
+	}
+	if ps := q.Get("pageSize"); ps != "" {
+		n, err := strconv.Atoi(ps)
+		switch {
+		case err != nil || n < 0:
+			v = append(v, apierror.Violation("pageSize", "must be a non-negative integer"))
+		case n > MaxPageSize:
+			v = append(v, apierror.Violation("pageSize", "must be at most %d", MaxPageSize))
+		case n > 0:
+			r.PageSize = n
+		}
+	}
+	if tok := q.Get("pageToken"); tok != "" {
+		c, ok := decodeCursor(tok)
+		if !ok || c.Cluster != r.K8sClusterName || c.Status != r.Status {
+			v = append(v, apierror.Violation("pageToken", "is not a page token returned by this API for this query"))
+		}
+		r.After = c
+	}
+	if len(v) > 0 {
+		return r, apierror.InvalidArgument("invalid list query", v...)
+	}
+	return r, nil
+}
+
+func encodeCursor(c cursor) string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(tok string) (cursor, bool) {
+	var c cursor
+	if len(tok) > 512 {
+		return c, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || json.Unmarshal(b, &c) != nil || c.Name == "" {
+		return c, false
+	}
+	return c, true
+}
+
+// List returns one page, newest first (creation time, then name).
+func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, error) {
+	list := &opsv1.ClusterUpgradeOperationList{}
+	opts := []client.ListOption{client.InNamespace(s.Namespace)}
+	if err := s.Reader.List(ctx, list, opts...); err != nil {
+		return ListResponse{}, apierror.FromKubernetes(err)
+	}
+	items := make([]*opsv1.ClusterUpgradeOperation, 0, len(list.Items))
+	for i := range list.Items {
+		o := &list.Items[i]
+		if req.K8sClusterName != "" && o.Spec.K8sClusterName != req.K8sClusterName {
+			continue
+		}
+		phase := string(o.Status.Phase)
+		if phase == "" {
+			phase = string(opsv1.UpgradePhasePending)
+		}
+		if req.Status != "" && phase != req.Status {
+			continue
+		}
+		items = append(items, o)
+	}
+	sort.Slice(items, func(i, j int) bool { return newer(items[i], items[j]) })
+	start := 0
+	if req.After.Name != "" {
+		start = sort.Search(len(items), func(i int) bool {
+			ti := items[i].CreationTimestamp.Unix()
+			return ti < req.After.Created || ti == req.After.Created && items[i].Name > req.After.Name
+		})
+	}
+	out := ListResponse{UpgradeOperations: []Operation{}}
+	end := start + req.PageSize
+	if end > len(items) {
+		end = len(items)
+	}
+	for _, o := range items[start:end] {
+		out.UpgradeOperations = append(out.UpgradeOperations, toOperation(o))
+	}
+	if end < len(items) && end > start {
+		last := items[end-1]
+		out.NextPageToken = encodeCursor(cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, Cluster: req.K8sClusterName, Status: req.Status})
+	}
+	return out, nil
+}
+
+// newer orders newest first; equal creation seconds by name ascending.
+func newer(a, b *opsv1.ClusterUpgradeOperation) bool {
+	ta, tb := a.CreationTimestamp.Unix(), b.CreationTimestamp.Unix()
+	if ta != tb {
+		return ta > tb
+	}
+	return a.Name < b.Name
+}
+
+// Pause sets spec.paused; 409 when the phase does not allow it.
+func (s *Service) Pause(ctx context.Context, id string) (Operation, error) {
+	return s.setPaused(ctx, id, true)
+}
+
+// Resume clears spec.paused; 409 when the operation is not paused.
+func (s *Service) Resume(ctx context.Context, id string) (Operation, error) {
+	return s.setPaused(ctx, id, false)
+}
+
+func (s *Service) setPaused(ctx context.Context, id string, paused bool) (Operation, error) {
+	obj, err := s.find(ctx, id)
+	if err != nil {
+		return Operation{}, err
+	}
+	phase := obj.Status.Phase
+	switch {
+	case phase.IsTerminal():
+		return Operation{}, apierror.Aborted("OPERATION_FINISHED", "upgrade operation %s is %s; a finished operation cannot be paused or resumed", obj.Name, phase)
+	case obj.Spec.Cancel:
+		return Operation{}, apierror.Aborted("OPERATION_CANCELLING", "upgrade operation %s is being cancelled", obj.Name)
+	case paused && obj.Spec.Paused:
+		return Operation{}, apierror.Aborted("ALREADY_PAUSED", "upgrade operation %s is already paused", obj.Name)
+	case !paused && !obj.Spec.Paused:
+		return Operation{}, apierror.Aborted("NOT_PAUSED", "upgrade operation %s is not paused", obj.Name)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"spec":{"paused":%t}}`, obj.ResourceVersion, paused)
+	out := obj.DeepCopy()
+	if err := s.Writer.Patch(ctx, out, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager)); err != nil {
+		return Operation{}, apierror.FromKubernetes(err)
+	}
+	return toOperation(out), nil
+}
+
+// Delete removes an operation that has not started or has finished, and
+// asks a started one to cancel (the operator stops at the next safe point).
+func (s *Service) Delete(ctx context.Context, id string) (DeleteResponse, error) {
+	obj, err := s.find(ctx, id)
+	if err != nil {
+		return DeleteResponse{}, err
+	}
+	resp := DeleteResponse{ID: string(obj.UID), Name: obj.Name}
+	notStarted := obj.Status.StartTime == nil && obj.Status.Phase != opsv1.UpgradePhaseCancelling
+	if obj.Status.Phase.IsTerminal() || notStarted {
+		err := s.Writer.Delete(ctx, obj, client.Preconditions{UID: &obj.UID, ResourceVersion: &obj.ResourceVersion})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return DeleteResponse{}, apierror.FromKubernetes(err)
+		}
+		resp.Result = "Deleted"
+		return resp, nil
+	}
+	out := obj.DeepCopy()
+	if !obj.Spec.Cancel {
+		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"spec":{"cancel":true}}`, obj.ResourceVersion)
+		if err := s.Writer.Patch(ctx, out, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager)); err != nil {
+			return DeleteResponse{}, apierror.FromKubernetes(err)
+		}
+	}
+	op := toOperation(out)
+	resp.Result, resp.Operation = "Cancelling", &op
+	return resp, nil
+}

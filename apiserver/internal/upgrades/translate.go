@@ -1,0 +1,132 @@
+package upgrades
+
+import (
+	"encoding/json"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+)
+
+// Annotations ops-apiserver sets on the objects it creates.
+const (
+	AnnotationIdempotencyKey = "ops.observability.tidbcloud.com/idempotency-key"
+	AnnotationInitiatedBy    = "ops.observability.tidbcloud.com/initiated-by"
+	LabelCluster             = "ops.observability.tidbcloud.com/k8s-cluster-name"
+)
+
+// toSpec builds the CR spec from a validated request, defaults applied
+// (the one Default() the operator uses too).
+func toSpec(r *Request) opsv1.ClusterUpgradeOperationSpec {
+	spec := opsv1.ClusterUpgradeOperationSpec{
+		K8sClusterName: r.K8sClusterName,
+		Region:         r.Region,
+		CloudProvider:  opsv1.CloudProvider(r.CloudProvider),
+		TargetVersion:  r.TargetVersion,
+	}
+	if r.Schedule != "" {
+		if t, err := time.Parse(time.RFC3339, r.Schedule); err == nil {
+			mt := metav1.NewTime(t.UTC())
+			spec.Schedule = &mt
+		}
+	}
+	for _, a := range r.ClusterAddons {
+		spec.ClusterAddons = append(spec.ClusterAddons, opsv1.ClusterAddon{Name: a.Name, Version: a.Version, ResolveConflicts: opsv1.ResolveConflicts(a.ResolveConflicts)})
+	}
+	for _, n := range r.NodeGroupUpgrades {
+		ng := opsv1.NodeGroupUpgrade{
+			NodeGroupName: n.NodeGroupName, Strategy: opsv1.UpgradeStrategy(n.Strategy),
+			RequiresVMStorageRollout: n.RequiresVMStorageRollout, NewNodeGroupName: n.NewNodeGroupName,
+			VMStorageSTSName: n.VMStorageSTSName, VMStorageSTSNamespace: n.VMStorageSTSNamespace,
+		}
+		if len(n.VMClusterHelmValues) > 0 && string(n.VMClusterHelmValues) != "null" {
+			ng.VMClusterHelmValues = &runtime.RawExtension{Raw: compactJSON(n.VMClusterHelmValues)}
+		}
+		spec.NodeGroupUpgrades = append(spec.NodeGroupUpgrades, ng)
+	}
+	spec.Default()
+	return spec
+}
+
+func compactJSON(raw []byte) []byte {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return raw
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// fromSpec is the request view of a spec.
+func fromSpec(s *opsv1.ClusterUpgradeOperationSpec) Request {
+	r := Request{K8sClusterName: s.K8sClusterName, Region: s.Region, CloudProvider: string(s.CloudProvider), TargetVersion: s.TargetVersion}
+	if s.Schedule != nil {
+		r.Schedule = s.Schedule.UTC().Format(time.RFC3339)
+	}
+	for _, a := range s.ClusterAddons {
+		r.ClusterAddons = append(r.ClusterAddons, Addon{Name: a.Name, Version: a.Version, ResolveConflicts: string(a.ResolveConflicts)})
+	}
+	for _, n := range s.NodeGroupUpgrades {
+		ng := NodeGroupUpgrade{
+			NodeGroupName: n.NodeGroupName, Strategy: string(n.Strategy), RequiresVMStorageRollout: n.RequiresVMStorageRollout,
+			NewNodeGroupName: n.NewNodeGroupName, VMStorageSTSName: n.VMStorageSTSName, VMStorageSTSNamespace: n.VMStorageSTSNamespace,
+		}
+		if n.VMClusterHelmValues != nil {
+			ng.VMClusterHelmValues = json.RawMessage(n.VMClusterHelmValues.Raw)
+		}
+		r.NodeGroupUpgrades = append(r.NodeGroupUpgrades, ng)
+	}
+	return r
+}
+
+// toOperation is the API view of an object.
+func toOperation(o *opsv1.ClusterUpgradeOperation) Operation {
+	op := Operation{
+		ID: string(o.UID), Name: o.Name, Namespace: o.Namespace, Spec: fromSpec(&o.Spec),
+		Paused: o.Spec.Paused, CancelRequest: o.Spec.Cancel,
+		Phase: string(o.Status.Phase), CurrentStep: o.Status.CurrentStep,
+		InitiatedBy: o.Annotations[AnnotationInitiatedBy],
+		StartTime:   timePtr(o.Status.StartTime), CompletionTime: timePtr(o.Status.CompletionTime),
+		Steps: []Step{},
+	}
+	if op.Phase == "" {
+		op.Phase = string(opsv1.UpgradePhasePending)
+	}
+	if !o.CreationTimestamp.IsZero() {
+		t := o.CreationTimestamp.UTC()
+		op.CreateTime = &t
+	}
+	if c := apimeta.FindStatusCondition(o.Status.Conditions, opsv1.ReadyCondition); c != nil {
+		op.Message = c.Message
+	}
+	for _, s := range o.Status.Steps {
+		op.Steps = append(op.Steps, Step{
+			ID: s.ID, Type: string(s.Type), Action: string(s.Action), Target: s.Target, Phase: string(s.Phase),
+			OperationID: s.OperationID, Message: s.Message, StartTime: timePtr(s.StartTime), CompletionTime: timePtr(s.CompletionTime),
+		})
+	}
+	if b := o.Status.BlockedBy; b != nil {
+		op.BlockedBy = &BlockedBy{StepID: b.StepID, Reason: b.Reason, Message: b.Message, Node: b.Node, Since: timePtr(b.Since)}
+		if b.Pod != nil {
+			op.BlockedBy.Pod = b.Pod.Namespace + "/" + b.Pod.Name
+		}
+		if b.PodDisruptionBudget != nil {
+			op.BlockedBy.PodDisruptionBudget = b.PodDisruptionBudget.Namespace + "/" + b.PodDisruptionBudget.Name
+		}
+	}
+	return op
+}
+
+func timePtr(t *metav1.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

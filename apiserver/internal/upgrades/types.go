@@ -1,0 +1,138 @@
+// Package upgrades is the cluster-upgrade REST API of ops-apiserver:
+// /ops/api/v1/upgradeOperations (create, dry-run, list, get, pause, resume,
+// delete/cancel) over ClusterUpgradeOperation objects, and the node groups
+// and addons of a cluster, read from the cloud through the operator
+// module's provider interface.
+package upgrades
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Paths.
+const (
+	BasePath       = "/ops/api/v1/upgradeOperations"
+	NodeGroupsPath = "/ops/api/v1/nodeGroups"
+	AddonsPath     = "/ops/api/v1/addons"
+)
+
+// IdempotencyHeader makes POST safe to retry: the same key returns the
+// operation created for it instead of a second one.
+const IdempotencyHeader = "Idempotency-Key"
+
+// Request is the upgrade request of the seed (camelCase JSON).
+type Request struct {
+	K8sClusterName    string             `json:"k8sClusterName"`
+	Region            string             `json:"region"`
+	CloudProvider     string             `json:"cloudProvider"`
+	TargetVersion     string             `json:"targetVersion"`
+	Schedule          string             `json:"schedule,omitempty"`
+	ClusterAddons     []Addon            `json:"clusterAddons,omitempty"`
+	NodeGroupUpgrades []NodeGroupUpgrade `json:"nodeGroupUpgrades,omitempty"`
+}
+
+// Addon is one cluster addon update.
+type Addon struct {
+	Name             string `json:"name"`
+	Version          string `json:"version"`
+	ResolveConflicts string `json:"resolveConflicts,omitempty"`
+}
+
+// NodeGroupUpgrade is one node group upgrade.
+type NodeGroupUpgrade struct {
+	NodeGroupName            string          `json:"nodeGroupName"`
+	Strategy                 string          `json:"strategy"`
+	RequiresVMStorageRollout bool            `json:"requiresVMStorageRollout"`
+	NewNodeGroupName         string          `json:"newNodeGroupName,omitempty"`
+	VMClusterHelmValues      json.RawMessage `json:"vmClusterHelmValues,omitempty"`
+	VMStorageSTSName         string          `json:"vmstorageSTSName,omitempty"`
+	VMStorageSTSNamespace    string          `json:"vmstorageSTSNamespace,omitempty"`
+}
+
+// Operation is an upgrade operation as the API returns it.
+type Operation struct {
+	ID             string     `json:"id"`
+	Name           string     `json:"name"`
+	Namespace      string     `json:"namespace"`
+	Spec           Request    `json:"spec"`
+	Paused         bool       `json:"paused"`
+	CancelRequest  bool       `json:"cancelRequested"`
+	Phase          string     `json:"phase"`
+	Message        string     `json:"message,omitempty"`
+	CurrentStep    string     `json:"currentStep,omitempty"`
+	Steps          []Step     `json:"steps"`
+	BlockedBy      *BlockedBy `json:"blockedBy,omitempty"`
+	InitiatedBy    string     `json:"initiatedBy,omitempty"`
+	CreateTime     *time.Time `json:"createTime,omitempty"`
+	StartTime      *time.Time `json:"startTime,omitempty"`
+	CompletionTime *time.Time `json:"completionTime,omitempty"`
+}
+
+// Step is one step of the plan.
+type Step struct {
+	ID             string     `json:"id"`
+	Type           string     `json:"type"`
+	Action         string     `json:"action"`
+	Target         string     `json:"target,omitempty"`
+	Phase          string     `json:"phase"`
+	OperationID    string     `json:"operationId,omitempty"`
+	Message        string     `json:"message,omitempty"`
+	StartTime      *time.Time `json:"startTime,omitempty"`
+	CompletionTime *time.Time `json:"completionTime,omitempty"`
+}
+
+// BlockedBy is what keeps the operation from progressing.
+type BlockedBy struct {
+	StepID              string     `json:"stepId,omitempty"`
+	Reason              string     `json:"reason"`
+	Message             string     `json:"message,omitempty"`
+	Node                string     `json:"node,omitempty"`
+	Pod                 string     `json:"pod,omitempty"`
+	PodDisruptionBudget string     `json:"podDisruptionBudget,omitempty"`
+	Since               *time.Time `json:"since,omitempty"`
+}
+
+// ListResponse is a page of operations.
+type ListResponse struct {
+	UpgradeOperations []Operation `json:"upgradeOperations"`
+	NextPageToken     string      `json:"nextPageToken,omitempty"`
+}
+
+// DeleteResponse says whether DELETE removed the operation or asked it to
+// stop.
+type DeleteResponse struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Result string `json:"result"` // Deleted | Cancelling
+	// Operation is the operation after the cancel request (Cancelling only).
+	Operation *Operation `json:"operation,omitempty"`
+}
+
+// NodeGroup is a node group as GET /nodeGroups returns it.
+type NodeGroup struct {
+	Name          string            `json:"name"`
+	Version       string            `json:"version"`
+	Status        string            `json:"status,omitempty"`
+	DesiredSize   int32             `json:"desiredSize"`
+	MinSize       int32             `json:"minSize"`
+	MaxSize       int32             `json:"maxSize"`
+	InstanceTypes []string          `json:"instanceTypes,omitempty"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	Taints        []Taint           `json:"taints,omitempty"`
+}
+
+// Taint is a node group taint.
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// ClusterAddon is an addon as GET /addons returns it.
+type ClusterAddon struct {
+	Name              string   `json:"name"`
+	Version           string   `json:"version"`
+	Status            string   `json:"status,omitempty"`
+	AvailableVersions []string `json:"availableVersions,omitempty"`
+}

@@ -1,0 +1,254 @@
+package upgrades
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+)
+
+// The rules below are the CRD's (operator/api/v1alpha1), checked here
+// first so a caller gets one field violation per bad field; the API
+// server's own validation runs on create and dry-run as well.
+var (
+	dnsLabel      = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	versionRE     = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+)?(-[a-z0-9]+([.-][a-z0-9]+)*)?$`)
+	addonVersion  = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+)*([-+][0-9A-Za-z]+([.-][0-9A-Za-z]+)*)?$`)
+	aksPoolName   = regexp.MustCompile(`^[a-z][a-z0-9]{0,11}$`)
+	gkePoolName   = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$`)
+	providers     = []string{"eks", "gke", "aks", "ack", "mock"}
+	strategies    = []string{"blue-green", "in-place"}
+	resolveValues = []string{"NONE", "OVERWRITE", "PRESERVE"}
+)
+
+const (
+	maxItems           = 32
+	maxClusterName     = 100
+	maxLabel           = 63
+	maxVersion         = 64
+	maxAddonVersion    = 128
+	maxHelmValuesBytes = 64 << 10
+)
+
+// Decode parses and validates an upgrade request. Every problem is a field
+// violation; unknown fields and wrong JSON types are rejected.
+func Decode(body []byte) (*Request, *apierror.Error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, apierror.InvalidArgument("the request body is empty", apierror.Violation("body", "a JSON object is required"))
+	}
+	if trimmed[0] != '{' {
+		return nil, apierror.InvalidArgument("the request body must be a JSON object", apierror.Violation("body", "must be a JSON object"))
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	var req Request
+	if err := dec.Decode(&req); err != nil {
+		return nil, decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, apierror.InvalidArgument("the request body must hold one JSON object", apierror.Violation("body", "unexpected data after the JSON object"))
+	}
+	if v := Validate(&req); len(v) > 0 {
+		return nil, apierror.InvalidArgument(fmt.Sprintf("the upgrade request has %d invalid field(s)", len(v)), v...)
+	}
+	return &req, nil
+}
+
+func decodeError(err error) *apierror.Error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		return apierror.InvalidArgument("a field has the wrong JSON type",
+			apierror.Violation(field, "must be a JSON %s, not %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value))
+	case errors.As(err, &syntaxErr):
+		return apierror.InvalidArgument("the request body is not valid JSON",
+			apierror.Violation("body", "malformed JSON at byte %d", syntaxErr.Offset))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return apierror.InvalidArgument("the request has an unknown field", apierror.Violation(name, "unknown field"))
+	default:
+		return apierror.InvalidArgument("the request body is not valid JSON", apierror.Violation("body", "malformed JSON"))
+	}
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice":
+		return "array"
+	case "struct", "map":
+		return "object"
+	default:
+		return "number"
+	}
+}
+
+// Validate returns one violation per bad field.
+func Validate(r *Request) []apierror.FieldViolation {
+	var v []apierror.FieldViolation
+	add := func(field, format string, args ...any) { v = append(v, apierror.Violation(field, format, args...)) }
+	name := func(field, value string, max int, required bool) {
+		switch {
+		case value == "" && required:
+			add(field, "is required")
+		case value == "":
+		case len(value) > max:
+			add(field, "must be at most %d characters", max)
+		case !dnsLabel.MatchString(value):
+			add(field, "must consist of lowercase letters, digits and '-', and start and end with a letter or digit")
+		}
+	}
+	name("k8sClusterName", r.K8sClusterName, maxClusterName, true)
+	name("region", r.Region, maxLabel, true)
+	if r.CloudProvider == "" {
+		add("cloudProvider", "is required (one of %s)", strings.Join(providers, ", "))
+	} else if !oneOf(r.CloudProvider, providers) {
+		add("cloudProvider", "must be one of %s", strings.Join(providers, ", "))
+	}
+	switch {
+	case r.TargetVersion == "":
+		add("targetVersion", "is required, e.g. 1.30")
+	case len(r.TargetVersion) > maxVersion || !versionRE.MatchString(r.TargetVersion):
+		add("targetVersion", "must be a Kubernetes version such as 1.30, 1.30.1 or 1.31.1-aliyun.1")
+	}
+	if r.Schedule != "" {
+		if _, err := time.Parse(time.RFC3339, r.Schedule); err != nil {
+			add("schedule", "must be an RFC 3339 timestamp such as 2026-05-06T12:00:00Z")
+		}
+	}
+
+	if len(r.ClusterAddons) > 0 && r.CloudProvider != "" && !oneOf(r.CloudProvider, []string{"eks", "ack", "mock"}) {
+		add("clusterAddons", "cluster addons are not supported by cloud provider %s (only eks, ack and mock)", r.CloudProvider)
+	}
+	if len(r.ClusterAddons) > maxItems {
+		add("clusterAddons", "must have at most %d items", maxItems)
+	}
+	seenAddon := map[string]bool{}
+	for i, a := range r.ClusterAddons {
+		f := fmt.Sprintf("clusterAddons[%d]", i)
+		name(f+".name", a.Name, maxLabel, true)
+		if a.Name != "" && seenAddon[a.Name] {
+			add(f+".name", "duplicate addon %q", a.Name)
+		}
+		seenAddon[a.Name] = true
+		switch {
+		case a.Version == "":
+			add(f+".version", "is required")
+		case len(a.Version) > maxAddonVersion || !addonVersion.MatchString(a.Version):
+			add(f+".version", "must be a version such as v1.18.5-eksbuild.1")
+		}
+		if a.ResolveConflicts != "" {
+			if !oneOf(a.ResolveConflicts, resolveValues) {
+				add(f+".resolveConflicts", "must be one of %s", strings.Join(resolveValues, ", "))
+			} else if r.CloudProvider == "ack" {
+				add(f+".resolveConflicts", "is an EKS setting; cloud provider ack has no such option")
+			}
+		}
+	}
+
+	if len(r.NodeGroupUpgrades) > maxItems {
+		add("nodeGroupUpgrades", "must have at most %d items", maxItems)
+	}
+	groups := map[string]bool{}
+	for _, n := range r.NodeGroupUpgrades {
+		groups[n.NodeGroupName] = true
+	}
+	seenGroup, seenNew := map[string]bool{}, map[string]bool{}
+	for i, n := range r.NodeGroupUpgrades {
+		f := fmt.Sprintf("nodeGroupUpgrades[%d]", i)
+		name(f+".nodeGroupName", n.NodeGroupName, maxLabel, true)
+		if n.NodeGroupName != "" && seenGroup[n.NodeGroupName] {
+			add(f+".nodeGroupName", "duplicate node group %q", n.NodeGroupName)
+		}
+		seenGroup[n.NodeGroupName] = true
+		blueGreen := n.Strategy == "blue-green"
+		if n.Strategy == "" {
+			add(f+".strategy", "is required (blue-green or in-place)")
+		} else if !oneOf(n.Strategy, strategies) {
+			add(f+".strategy", "must be blue-green or in-place")
+		}
+		switch {
+		case blueGreen && n.NewNodeGroupName == "":
+			add(f+".newNodeGroupName", "is required for strategy blue-green")
+		case !blueGreen && n.NewNodeGroupName != "" && n.Strategy != "":
+			add(f+".newNodeGroupName", "is only valid with strategy blue-green")
+		case n.NewNodeGroupName != "":
+			name(f+".newNodeGroupName", n.NewNodeGroupName, maxLabel, false)
+			switch {
+			case n.NewNodeGroupName == n.NodeGroupName:
+				add(f+".newNodeGroupName", "must differ from nodeGroupName")
+			case groups[n.NewNodeGroupName]:
+				add(f+".newNodeGroupName", "must not be the nodeGroupName of another entry")
+			case seenNew[n.NewNodeGroupName]:
+				add(f+".newNodeGroupName", "duplicate new node group %q", n.NewNodeGroupName)
+			case r.CloudProvider == "aks" && !aksPoolName.MatchString(n.NewNodeGroupName):
+				add(f+".newNodeGroupName", "must be at most 12 lowercase letters and digits, starting with a letter, for cloud provider aks")
+			case r.CloudProvider == "gke" && !gkePoolName.MatchString(n.NewNodeGroupName):
+				add(f+".newNodeGroupName", "must be at most 40 characters and start with a letter for cloud provider gke")
+			}
+			seenNew[n.NewNodeGroupName] = true
+		}
+		hasValues := len(n.VMClusterHelmValues) > 0 && string(bytes.TrimSpace(n.VMClusterHelmValues)) != "null"
+		if n.RequiresVMStorageRollout && !blueGreen && n.Strategy != "" {
+			add(f+".requiresVMStorageRollout", "true is only valid with strategy blue-green")
+		}
+		if hasValues {
+			var obj map[string]any
+			switch {
+			case len(n.VMClusterHelmValues) > maxHelmValuesBytes:
+				add(f+".vmClusterHelmValues", "must be at most %d bytes", maxHelmValuesBytes)
+			case json.Unmarshal(n.VMClusterHelmValues, &obj) != nil || obj == nil:
+				add(f+".vmClusterHelmValues", "must be a JSON object (a partial VMCluster spec); use {} for no change")
+			case !n.RequiresVMStorageRollout:
+				add(f+".vmClusterHelmValues", "requires requiresVMStorageRollout: true")
+			}
+		} else if n.RequiresVMStorageRollout {
+			add(f+".vmClusterHelmValues", "is required when requiresVMStorageRollout is true (use {} for no VMCluster change)")
+		}
+		for field, value := range map[string]string{".vmstorageSTSName": n.VMStorageSTSName, ".vmstorageSTSNamespace": n.VMStorageSTSNamespace} {
+			if value == "" {
+				continue
+			}
+			if !n.RequiresVMStorageRollout {
+				add(f+field, "is only valid with requiresVMStorageRollout: true")
+				continue
+			}
+			name(f+field, value, maxLabel, false)
+		}
+	}
+	sortViolations(v)
+	return v
+}
+
+func sortViolations(v []apierror.FieldViolation) {
+	// Stable order for the two map iterations above: by field then text.
+	for i := 1; i < len(v); i++ {
+		for j := i; j > 0 && (v[j].Field < v[j-1].Field || v[j].Field == v[j-1].Field && v[j].Description < v[j-1].Description); j-- {
+			v[j], v[j-1] = v[j-1], v[j]
+		}
+	}
+}
+
+func oneOf(s string, list []string) bool {
+	for _, x := range list {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
