@@ -1,0 +1,319 @@
+// Package app assembles ops-apiserver from its configuration: the
+// Kubernetes clients and informer cache, the local chart repository, the
+// resources' services and handlers, and the HTTP server. main only parses
+// the configuration and calls New and Run; tests do the same with their
+// own configuration.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/go-logr/logr"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
+	"github.com/tidbcloud/ops-server/apiserver/internal/server"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	"github.com/tidbcloud/ops-server/operator/pkg/chartrepo"
+)
+
+// Options configure New.
+type Options struct {
+	Config *config.Config
+	// RESTConfig overrides the Kubernetes client configuration of Config
+	// (tests pass the test control plane's).
+	RESTConfig *rest.Config
+	Logger     logr.Logger
+}
+
+// App is an assembled ops-apiserver.
+type App struct {
+	cfg      *config.Config
+	log      logr.Logger
+	cache    cache.Cache
+	echo     *echo.Echo
+	listener net.Listener
+	http     *http.Server
+
+	repoListener net.Listener
+	repoServer   *http.Server
+	repoURL      string
+
+	synced       atomic.Bool
+	shuttingDown atomic.Bool
+}
+
+// APIs lists every API of the server. The OpenAPI drift test builds the
+// server from this list, so a resource added here and not to the
+// document (or the other way round) fails it.
+func APIs(vm vmclusters.Operations) []server.API {
+	return []server.API{
+		openapi.API{},
+		&vmclusters.Handler{Ops: vm},
+	}
+}
+
+// NewScheme returns the scheme of the objects ops-apiserver reads and
+// writes.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, helmv2.AddToScheme, sourcev1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// New builds the application and opens its listeners (so Addr is known),
+// without serving yet.
+func New(ctx context.Context, opts Options) (*App, error) {
+	cfg := opts.Config
+	if cfg == nil {
+		return nil, errors.New("no configuration")
+	}
+	a := &App{cfg: cfg, log: opts.Logger}
+
+	restCfg, err := restConfig(cfg, opts.RESTConfig)
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, fmt.Errorf("building scheme: %w", err)
+	}
+	kube, err := client.New(restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("building Kubernetes client: %w", err)
+	}
+	a.cache, err = cache.New(restCfg, cache.Options{
+		Scheme:            scheme,
+		DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&helmv2.HelmRelease{}: {Label: labels.SelectorFromSet(labels.Set{vmclusters.LabelManagedBy: vmclusters.ManagedBy})},
+		},
+		DefaultTransform: cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building informer cache: %w", err)
+	}
+	if err := vmclusters.IndexUID(ctx, a.cache); err != nil {
+		return nil, fmt.Errorf("indexing HelmReleases by UID: %w", err)
+	}
+	// Create the informer now, so that it starts (and syncs) with the cache.
+	if _, err := a.cache.GetInformer(ctx, &helmv2.HelmRelease{}); err != nil {
+		return nil, fmt.Errorf("creating HelmRelease informer: %w", err)
+	}
+
+	source, err := a.chartSource(cfg.Chart)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	endpoints, err := cfg.Chart.EndpointTemplates()
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	svc := &vmclusters.Service{
+		Store: &vmclusters.KubeStore{
+			Cache: a.cache, Client: kube, Namespace: cfg.Namespace, FieldManager: cfg.FieldManager,
+			CacheWait: 5 * time.Second,
+		},
+		Translator: vmclusters.Translator{Namespace: cfg.Namespace, Chart: source, Flux: cfg.Flux, Endpoints: endpoints},
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.echo, err = server.New(server.Options{
+		Logger:         a.log,
+		Registry:       reg,
+		MaxBodyBytes:   cfg.MaxRequestBodyBytes,
+		RequestTimeout: cfg.RequestTimeout.Duration,
+		Ready:          a.ready,
+	}, APIs(svc)...)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	a.listener, err = net.Listen("tcp", cfg.ListenAddress)
+	if err != nil {
+		a.close()
+		return nil, fmt.Errorf("listening on %s: %w", cfg.ListenAddress, err)
+	}
+	a.http = server.NewHTTPServer(a.echo, a.log.WithName("http"))
+	return a, nil
+}
+
+func restConfig(cfg *config.Config, override *rest.Config) (*rest.Config, error) {
+	var rc *rest.Config
+	var err error
+	switch {
+	case override != nil:
+		rc = rest.CopyConfig(override)
+	case cfg.Kubeconfig != "":
+		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	default:
+		// $KUBECONFIG, in-cluster, then ~/.kube/config.
+		rc, err = ctrlconfig.GetConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading Kubernetes client configuration: %w", err)
+	}
+	rc.QPS = cfg.KubeAPIQPS
+	rc.Burst = cfg.KubeAPIBurst
+	rc.UserAgent = "ops-apiserver"
+	return rc, nil
+}
+
+// chartSource works out where charts come from; for a local chart it
+// packages the chart directories and opens the repository's listener.
+func (a *App) chartSource(c config.ChartConfig) (vmclusters.ChartSource, error) {
+	src := vmclusters.ChartSource{Name: c.Name, DefaultVersion: c.Version, URL: c.Repository, SecretName: c.SecretName}
+	switch c.SourceType() {
+	case config.SourceOCI:
+		src.OCI, src.Insecure = true, c.Insecure
+		return src, nil
+	case config.SourceHTTPS:
+		return src, nil
+	}
+	repo := chartrepo.New()
+	charts, err := repo.AddDirs(c.LocalDir)
+	if err != nil {
+		return src, fmt.Errorf("packaging the charts in %s: %w", c.LocalDir, err)
+	}
+	var best *semver.Version
+	for _, ch := range charts {
+		if ch.Name != c.Name {
+			continue
+		}
+		v, err := semver.NewVersion(ch.Version)
+		if err != nil {
+			continue
+		}
+		if c.Version != "" && ch.Version == c.Version {
+			best = v
+			break
+		}
+		if c.Version == "" && (best == nil || v.GreaterThan(best)) {
+			best = v
+		}
+	}
+	if best == nil {
+		if c.Version != "" {
+			return src, fmt.Errorf("no chart %q version %s in %s", c.Name, c.Version, c.LocalDir)
+		}
+		return src, fmt.Errorf("no chart %q in %s", c.Name, c.LocalDir)
+	}
+	src.DefaultVersion = best.Original()
+	for _, ch := range charts {
+		if ch.Name == c.Name {
+			src.Versions = append(src.Versions, ch.Version)
+		}
+	}
+
+	ln, err := net.Listen("tcp", a.cfg.LocalRepository.ListenAddress)
+	if err != nil {
+		return src, fmt.Errorf("listening on %s for the local chart repository: %w", a.cfg.LocalRepository.ListenAddress, err)
+	}
+	a.repoListener = ln
+	a.repoServer = server.NewHTTPServer(repo, a.log.WithName("chartrepo"))
+	a.repoURL = a.cfg.LocalRepository.URL
+	if a.repoURL == "" {
+		a.repoURL = "http://" + ln.Addr().String()
+	}
+	src.URL = a.repoURL
+	for _, ch := range charts {
+		a.log.Info("Serving local chart", "chart", ch.Name, "version", ch.Version, "url", a.repoURL)
+	}
+	return src, nil
+}
+
+func (a *App) close() {
+	if a.listener != nil {
+		_ = a.listener.Close()
+	}
+	if a.repoListener != nil {
+		_ = a.repoListener.Close()
+	}
+}
+
+// Addr is the address the REST API listens on.
+func (a *App) Addr() string { return a.listener.Addr().String() }
+
+// LocalRepositoryURL is the URL of the local chart repository ("" when
+// the chart comes from a remote repository).
+func (a *App) LocalRepositoryURL() string { return a.repoURL }
+
+// Handler is the REST API handler.
+func (a *App) Handler() http.Handler { return a.echo }
+
+func (a *App) ready(context.Context) error {
+	switch {
+	case a.shuttingDown.Load():
+		return errors.New("shutting down")
+	case !a.synced.Load():
+		return errors.New("the informer cache has not synced yet")
+	}
+	return nil
+}
+
+// Run starts the cache and serves until ctx ends, then shuts down
+// gracefully.
+func (a *App) Run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	timeout := a.cfg.ShutdownTimeout.Duration
+	g.Go(func() error {
+		<-gctx.Done()
+		a.shuttingDown.Store(true)
+		return nil
+	})
+	g.Go(func() error {
+		if err := a.cache.Start(gctx); err != nil {
+			return fmt.Errorf("informer cache: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		if !a.cache.WaitForCacheSync(gctx) {
+			if gctx.Err() != nil {
+				return nil
+			}
+			return errors.New("the informer cache did not sync")
+		}
+		a.synced.Store(true)
+		a.log.Info("Informer cache synced", "namespace", a.cfg.Namespace)
+		return nil
+	})
+	if a.repoServer != nil {
+		g.Go(func() error { return server.Serve(gctx, a.repoServer, a.repoListener, timeout) })
+	}
+	g.Go(func() error {
+		a.log.Info("Serving the REST API", "address", a.Addr())
+		return server.Serve(gctx, a.http, a.listener, timeout)
+	})
+	err := g.Wait()
+	a.log.Info("Stopped")
+	return err
+}

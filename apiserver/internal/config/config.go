@@ -1,0 +1,448 @@
+// Package config holds the ops-apiserver configuration: defaults, command
+// line flags (a pflag FlagSet of our own, never the global one) and an
+// optional YAML file. Flags given on the command line override the file;
+// the file overrides the defaults. docs/apiserver.md documents every key.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+)
+
+// Source types of the chart.
+const (
+	SourceHTTPS = "https"
+	SourceOCI   = "oci"
+	SourceLocal = "local"
+)
+
+// MaxRequestBodyLimit is the largest request body limit accepted: the
+// values end up in one HelmRelease object, and etcd refuses objects above
+// ~1.5 MiB.
+const MaxRequestBodyLimit = 1 << 20
+
+// Config is the whole ops-apiserver configuration.
+type Config struct {
+	// ConfigFile is the YAML file the rest was read from (flag only).
+	ConfigFile string `json:"-"`
+
+	// ListenAddress is the host:port of the REST API.
+	ListenAddress string `json:"listenAddress"`
+	// Namespace is where vmclusters (HelmReleases and their sources) live.
+	Namespace string `json:"namespace"`
+	// FieldManager is the field manager of every write to Kubernetes.
+	FieldManager string `json:"fieldManager"`
+	// Kubeconfig is a kubeconfig path; empty means $KUBECONFIG, then the
+	// in-cluster configuration.
+	Kubeconfig string `json:"kubeconfig"`
+	// KubeAPIQPS and KubeAPIBurst limit the requests to the Kubernetes API.
+	KubeAPIQPS   float32 `json:"kubeAPIQPS"`
+	KubeAPIBurst int     `json:"kubeAPIBurst"`
+	// MaxRequestBodyBytes bounds request bodies; larger ones are a 400.
+	MaxRequestBodyBytes int64 `json:"maxRequestBodyBytes"`
+	// RequestTimeout bounds the work of one request.
+	RequestTimeout metav1.Duration `json:"requestTimeout"`
+	// ShutdownTimeout bounds the graceful shutdown.
+	ShutdownTimeout metav1.Duration `json:"shutdownTimeout"`
+
+	Log             LogConfig             `json:"log"`
+	Chart           ChartConfig           `json:"chart"`
+	LocalRepository LocalRepositoryConfig `json:"localRepository"`
+	Flux            FluxConfig            `json:"flux"`
+}
+
+// LogConfig configures the zap logger behind logr.
+type LogConfig struct {
+	// Level is debug, info, warn or error.
+	Level string `json:"level"`
+	// Format is json or console.
+	Format string `json:"format"`
+}
+
+// ChartConfig says which chart a vmcluster installs and where it comes
+// from: an https (or http) Helm repository, an oci:// repository, or a
+// chart directory baked into the image (Repository empty).
+type ChartConfig struct {
+	// Name is the chart name.
+	Name string `json:"name"`
+	// Version is the default chart version of new vmclusters. Required for
+	// repositories; for a local chart it defaults to the chart's version.
+	Version string `json:"version"`
+	// Repository is an https://, http:// or oci:// repository URL. When
+	// empty, LocalDir is used.
+	Repository string `json:"repository"`
+	// LocalDir is a chart directory, or a directory of chart directories,
+	// packaged at start-up and served to the source-controller on
+	// LocalRepository.ListenAddress.
+	LocalDir string `json:"localDir"`
+	// Insecure allows plain http to an oci:// registry.
+	Insecure bool `json:"insecure"`
+	// SecretName is a Secret in Namespace with the repository credentials
+	// (Flux HelmRepository spec.secretRef).
+	SecretName string `json:"secretName"`
+	// Endpoints are Go templates of the endpoints shown for a vmcluster,
+	// by endpoint name. See EndpointData for the fields.
+	Endpoints map[string]string `json:"endpoints"`
+}
+
+// LocalRepositoryConfig configures the Helm repository the apiserver serves
+// for local charts.
+type LocalRepositoryConfig struct {
+	// ListenAddress is where the repository listens (keep it on localhost:
+	// only the source-controller sidecar reads it).
+	ListenAddress string `json:"listenAddress"`
+	// URL is the address the HelmRepository objects point at; empty means
+	// http://<the address actually listened on>.
+	URL string `json:"url"`
+}
+
+// FluxConfig holds the Flux settings written into every HelmRelease and
+// HelmRepository. docs/apiserver.md explains the choices.
+type FluxConfig struct {
+	// ReleaseInterval is the HelmRelease reconcile interval.
+	ReleaseInterval metav1.Duration `json:"releaseInterval"`
+	// SourceInterval is the HelmRepository (and chart) check interval.
+	SourceInterval metav1.Duration `json:"sourceInterval"`
+	// Timeout bounds each Helm action, waiting for readiness included.
+	Timeout metav1.Duration `json:"timeout"`
+	// InstallRetries is the number of install retries, with an uninstall
+	// of the failed attempt in between.
+	InstallRetries int `json:"installRetries"`
+	// UpgradeRetries is the number of upgrade retries, with a rollback to
+	// the last good release in between; the last failure is rolled back too.
+	UpgradeRetries int `json:"upgradeRetries"`
+	// DisableWait makes Helm actions succeed without waiting for the
+	// workloads to become ready.
+	DisableWait bool `json:"disableWait"`
+	// MaxHistory is the number of Helm release revisions kept.
+	MaxHistory int `json:"maxHistory"`
+}
+
+// Default returns the default configuration.
+func Default() *Config {
+	return &Config{
+		ListenAddress:       "127.0.0.1:8080",
+		Namespace:           "observability",
+		FieldManager:        "ops-server",
+		KubeAPIQPS:          50,
+		KubeAPIBurst:        100,
+		MaxRequestBodyBytes: MaxRequestBodyLimit,
+		RequestTimeout:      metav1.Duration{Duration: 30 * time.Second},
+		ShutdownTimeout:     metav1.Duration{Duration: 20 * time.Second},
+		Log:                 LogConfig{Level: "info", Format: "json"},
+		Chart: ChartConfig{
+			Name:      "vmcluster",
+			LocalDir:  "deploy/charts/vmcluster",
+			Endpoints: DefaultEndpoints(),
+		},
+		LocalRepository: LocalRepositoryConfig{ListenAddress: "127.0.0.1:8089"},
+		Flux: FluxConfig{
+			ReleaseInterval: metav1.Duration{Duration: 10 * time.Minute},
+			SourceInterval:  metav1.Duration{Duration: 10 * time.Minute},
+			Timeout:         metav1.Duration{Duration: 10 * time.Minute},
+			InstallRetries:  3,
+			UpgradeRetries:  3,
+			MaxHistory:      5,
+		},
+	}
+}
+
+// DefaultEndpoints are the endpoints of a VMCluster managed by the
+// VictoriaMetrics operator, whose Services are named vmselect-<name> and
+// vminsert-<name> (the chart names its VMCluster after the release).
+func DefaultEndpoints() map[string]string {
+	return map[string]string{
+		"prometheus":   "http://vmselect-{{.Release}}.{{.Namespace}}.svc:8481/select/0/prometheus",
+		"remote_write": "http://vminsert-{{.Release}}.{{.Namespace}}.svc:8480/insert/0/prometheus/api/v1/write",
+	}
+}
+
+// BindFlags registers every setting on fs, writing into c.
+func (c *Config) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "Optional YAML configuration file; flags given on the command line override it.")
+	fs.StringVar(&c.ListenAddress, "listen-address", c.ListenAddress, "host:port of the REST API.")
+	fs.StringVar(&c.Namespace, "namespace", c.Namespace, "Namespace of the vmclusters (Flux HelmReleases and their sources).")
+	fs.StringVar(&c.FieldManager, "field-manager", c.FieldManager, "Field manager of every write to Kubernetes.")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "Path of a kubeconfig; empty means $KUBECONFIG, then in-cluster.")
+	fs.Float32Var(&c.KubeAPIQPS, "kube-api-qps", c.KubeAPIQPS, "Requests per second to the Kubernetes API.")
+	fs.IntVar(&c.KubeAPIBurst, "kube-api-burst", c.KubeAPIBurst, "Burst of requests to the Kubernetes API.")
+	fs.Int64Var(&c.MaxRequestBodyBytes, "max-request-body-bytes", c.MaxRequestBodyBytes, "Largest request body accepted; larger bodies are rejected with 400.")
+	fs.DurationVar(&c.RequestTimeout.Duration, "request-timeout", c.RequestTimeout.Duration, "Upper bound of the work done for one request.")
+	fs.DurationVar(&c.ShutdownTimeout.Duration, "shutdown-timeout", c.ShutdownTimeout.Duration, "Upper bound of the graceful shutdown.")
+	fs.StringVar(&c.Log.Level, "log-level", c.Log.Level, "Log level: debug, info, warn or error.")
+	fs.StringVar(&c.Log.Format, "log-format", c.Log.Format, "Log format: json or console.")
+
+	fs.StringVar(&c.Chart.Name, "chart-name", c.Chart.Name, "Name of the chart a vmcluster installs.")
+	fs.StringVar(&c.Chart.Version, "chart-version", c.Chart.Version, "Default chart version (required with --chart-repository; defaults to the local chart's version).")
+	fs.StringVar(&c.Chart.Repository, "chart-repository", c.Chart.Repository, "https://, http:// or oci:// chart repository; empty uses --chart-dir.")
+	fs.StringVar(&c.Chart.LocalDir, "chart-dir", c.Chart.LocalDir, "Chart directory (or directory of chart directories) baked into the image, used when --chart-repository is empty.")
+	fs.BoolVar(&c.Chart.Insecure, "chart-insecure", c.Chart.Insecure, "Allow plain http to an oci:// registry.")
+	fs.StringVar(&c.Chart.SecretName, "chart-secret-name", c.Chart.SecretName, "Secret (in --namespace) with the chart repository credentials.")
+	fs.StringToStringVar(&c.Chart.Endpoints, "chart-endpoint", c.Chart.Endpoints, "Endpoint templates, name=template (Go template over .Name .Release .Namespace .Chart .Version); replaces the defaults.")
+
+	fs.StringVar(&c.LocalRepository.ListenAddress, "local-repository-listen-address", c.LocalRepository.ListenAddress, "host:port of the Helm repository serving the local charts.")
+	fs.StringVar(&c.LocalRepository.URL, "local-repository-url", c.LocalRepository.URL, "URL the source-controller uses for the local charts; empty means http://<listen address>.")
+
+	fs.DurationVar(&c.Flux.ReleaseInterval.Duration, "flux-release-interval", c.Flux.ReleaseInterval.Duration, "HelmRelease reconcile interval.")
+	fs.DurationVar(&c.Flux.SourceInterval.Duration, "flux-source-interval", c.Flux.SourceInterval.Duration, "HelmRepository and chart check interval.")
+	fs.DurationVar(&c.Flux.Timeout.Duration, "flux-timeout", c.Flux.Timeout.Duration, "Timeout of each Helm action, waiting included.")
+	fs.IntVar(&c.Flux.InstallRetries, "flux-install-retries", c.Flux.InstallRetries, "Install retries (a failed install is uninstalled before the next attempt); -1 is unlimited.")
+	fs.IntVar(&c.Flux.UpgradeRetries, "flux-upgrade-retries", c.Flux.UpgradeRetries, "Upgrade retries (a failed upgrade is rolled back before the next attempt); -1 is unlimited.")
+	fs.BoolVar(&c.Flux.DisableWait, "flux-disable-wait", c.Flux.DisableWait, "Do not wait for workloads to become ready after install and upgrade.")
+	fs.IntVar(&c.Flux.MaxHistory, "flux-max-history", c.Flux.MaxHistory, "Helm release revisions kept.")
+}
+
+// NewFlagSet returns a FlagSet bound to c.
+func NewFlagSet(name string, c *Config) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SortFlags = false
+	c.BindFlags(fs)
+	return fs
+}
+
+// Load builds the configuration from defaults, the optional --config file
+// and the command line args, and validates it. pflag.ErrHelp is returned
+// as is for --help.
+func Load(name string, args []string) (*Config, error) {
+	cfg := Default()
+	fs := NewFlagSet(name, cfg)
+	fs.SetOutput(&bytes.Buffer{})
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if cfg.ConfigFile != "" {
+		fileCfg, err := FromFile(cfg.ConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		// Parse again on top of the file, so that the flags given on the
+		// command line win.
+		fs = NewFlagSet(name, fileCfg)
+		fs.SetOutput(&bytes.Buffer{})
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		cfg = fileCfg
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// maxConfigFileBytes bounds the configuration file read.
+const maxConfigFileBytes = 1 << 20
+
+// FromFile reads a YAML file over the defaults. Unknown keys are errors.
+func FromFile(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading configuration file: %w", err)
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(f, maxConfigFileBytes+1)); err != nil {
+		return nil, fmt.Errorf("reading configuration file %s: %w", path, err)
+	}
+	if buf.Len() > maxConfigFileBytes {
+		return nil, fmt.Errorf("configuration file %s is larger than %d bytes", path, maxConfigFileBytes)
+	}
+	return Parse(buf.Bytes())
+}
+
+// Parse reads YAML configuration over the defaults. Unknown keys are errors.
+func Parse(data []byte) (*Config, error) {
+	cfg := Default()
+	// A map in the file replaces the default map instead of merging with it.
+	cfg.Chart.Endpoints = nil
+	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+		return nil, fmt.Errorf("parsing configuration: %w", err)
+	}
+	if cfg.Chart.Endpoints == nil {
+		cfg.Chart.Endpoints = DefaultEndpoints()
+	}
+	return cfg, nil
+}
+
+// SourceType is SourceHTTPS, SourceOCI or SourceLocal.
+func (c ChartConfig) SourceType() string {
+	switch {
+	case c.Repository == "":
+		return SourceLocal
+	case strings.HasPrefix(c.Repository, "oci://"):
+		return SourceOCI
+	default:
+		return SourceHTTPS
+	}
+}
+
+var (
+	// chartNameRE is Helm's rule for chart names.
+	chartNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$`)
+	// endpointNameRE keeps endpoint names JSON- and shell-friendly.
+	endpointNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+)
+
+// Validate reports every problem of the configuration at once.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if _, _, err := net.SplitHostPort(c.ListenAddress); err != nil {
+		add("listenAddress %q: %v", c.ListenAddress, err)
+	}
+	for _, msg := range validation.IsDNS1123Label(c.Namespace) {
+		add("namespace %q: %s", c.Namespace, msg)
+	}
+	if c.FieldManager == "" || len(c.FieldManager) > 128 {
+		add("fieldManager must be 1 to 128 characters")
+	}
+	if c.KubeAPIQPS <= 0 || c.KubeAPIBurst <= 0 {
+		add("kubeAPIQPS and kubeAPIBurst must be positive")
+	}
+	if c.MaxRequestBodyBytes < 1024 || c.MaxRequestBodyBytes > MaxRequestBodyLimit {
+		add("maxRequestBodyBytes must be between 1024 and %d", MaxRequestBodyLimit)
+	}
+	if c.RequestTimeout.Duration <= 0 || c.ShutdownTimeout.Duration <= 0 {
+		add("requestTimeout and shutdownTimeout must be positive")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		add("log.level %q: must be debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "json", "console":
+	default:
+		add("log.format %q: must be json or console", c.Log.Format)
+	}
+	errs = append(errs, c.Chart.validate()...)
+	if c.Chart.SourceType() == SourceLocal {
+		if _, _, err := net.SplitHostPort(c.LocalRepository.ListenAddress); err != nil {
+			add("localRepository.listenAddress %q: %v", c.LocalRepository.ListenAddress, err)
+		}
+		if c.LocalRepository.URL != "" {
+			if u, err := url.Parse(c.LocalRepository.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				add("localRepository.url %q: must be an http(s) URL", c.LocalRepository.URL)
+			}
+		}
+	}
+	f := c.Flux
+	if f.ReleaseInterval.Duration < time.Second || f.SourceInterval.Duration < time.Second || f.Timeout.Duration < time.Second {
+		add("flux.releaseInterval, flux.sourceInterval and flux.timeout must be at least 1s")
+	}
+	if f.InstallRetries < -1 || f.UpgradeRetries < -1 {
+		add("flux.installRetries and flux.upgradeRetries must be -1 (unlimited) or more")
+	}
+	if f.MaxHistory < 0 {
+		add("flux.maxHistory must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+func (c ChartConfig) validate() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !chartNameRE.MatchString(c.Name) || len(c.Name) > 250 {
+		add("chart.name %q: not a valid chart name", c.Name)
+	}
+	if c.Version != "" {
+		if _, err := semver.StrictNewVersion(c.Version); err != nil {
+			add("chart.version %q: not a semantic version: %v", c.Version, err)
+		}
+	}
+	switch c.SourceType() {
+	case SourceLocal:
+		if c.LocalDir == "" {
+			add("one of chart.repository and chart.localDir is required")
+		}
+	default:
+		u, err := url.Parse(c.Repository)
+		switch {
+		case err != nil:
+			add("chart.repository: not a URL: %v", err)
+		case u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "oci":
+			add("chart.repository %q: scheme must be https, http or oci", u.Redacted())
+		case u.Host == "":
+			add("chart.repository %q: host missing", u.Redacted())
+		case u.User != nil:
+			add("chart.repository: credentials do not belong in the URL; use chart.secretName")
+		case u.RawQuery != "" || u.Fragment != "":
+			add("chart.repository %q: query and fragment are not allowed", u.Redacted())
+		}
+		if c.Version == "" {
+			add("chart.version is required with chart.repository")
+		}
+	}
+	if c.Insecure && c.SourceType() != SourceOCI {
+		add("chart.insecure only applies to oci:// repositories")
+	}
+	if c.SecretName != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(c.SecretName) {
+			add("chart.secretName %q: %s", c.SecretName, msg)
+		}
+	}
+	if _, err := c.EndpointTemplates(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// EndpointData are the fields an endpoint template can use.
+type EndpointData struct {
+	// Name is the vmcluster name.
+	Name string
+	// Release is the Helm release name.
+	Release string
+	// Namespace is the release namespace.
+	Namespace string
+	// Chart and Version are the chart name and the requested version.
+	Chart   string
+	Version string
+}
+
+// EndpointTemplates parses the endpoint templates, checks that each
+// renders with sample data, and returns them by name.
+func (c ChartConfig) EndpointTemplates() (map[string]*template.Template, error) {
+	out := make(map[string]*template.Template, len(c.Endpoints))
+	names := make([]string, 0, len(c.Endpoints))
+	for name := range c.Endpoints {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	sample := EndpointData{Name: "sample", Release: "sample", Namespace: "observability", Chart: c.Name, Version: "0.1.0"}
+	var errs []error
+	for _, name := range names {
+		if !endpointNameRE.MatchString(name) {
+			errs = append(errs, fmt.Errorf("chart.endpoints: name %q must match %s", name, endpointNameRE))
+			continue
+		}
+		t, err := template.New(name).Option("missingkey=error").Parse(c.Endpoints[name])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("chart.endpoints[%s]: %w", name, err))
+			continue
+		}
+		if err := t.Execute(&bytes.Buffer{}, sample); err != nil {
+			errs = append(errs, fmt.Errorf("chart.endpoints[%s]: %w", name, err))
+			continue
+		}
+		out[name] = t
+	}
+	return out, errors.Join(errs...)
+}

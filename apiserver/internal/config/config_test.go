@@ -1,0 +1,101 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/spf13/pflag"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+)
+
+func TestDefaultsAreValid(t *testing.T) {
+	g := NewWithT(t)
+	cfg, err := config.Load("test", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.ListenAddress).To(Equal("127.0.0.1:8080"))
+	g.Expect(cfg.Namespace).To(Equal("observability"))
+	g.Expect(cfg.FieldManager).To(Equal("ops-server"))
+	g.Expect(cfg.Chart.SourceType()).To(Equal(config.SourceLocal))
+	g.Expect(cfg.Chart.LocalDir).To(Equal("deploy/charts/vmcluster"))
+	g.Expect(cfg.Chart.Endpoints).To(HaveKey("prometheus"))
+}
+
+func TestFileAndFlags(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "config.yaml")
+	g.Expect(os.WriteFile(file, []byte(`
+listenAddress: 127.0.0.1:9000
+namespace: from-file
+chart:
+  name: vm-distributed
+  repository: oci://registry.example/helm/vm-chart
+  version: 0.1.1
+  endpoints:
+    grafana: "http://{{.Release}}-grafana.{{.Namespace}}"
+flux:
+  releaseInterval: 5m
+  upgradeRetries: 1
+`), 0o600)).To(Succeed())
+
+	cfg, err := config.Load("test", []string{"--config", file, "--namespace", "from-flag"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.ListenAddress).To(Equal("127.0.0.1:9000"), "from the file")
+	g.Expect(cfg.Namespace).To(Equal("from-flag"), "flags win over the file")
+	g.Expect(cfg.Chart.SourceType()).To(Equal(config.SourceOCI))
+	g.Expect(cfg.Chart.Endpoints).To(Equal(map[string]string{"grafana": "http://{{.Release}}-grafana.{{.Namespace}}"}), "a map in the file replaces the default")
+	g.Expect(cfg.Flux.ReleaseInterval.Duration).To(Equal(5 * time.Minute))
+	g.Expect(cfg.Flux.UpgradeRetries).To(Equal(1))
+	g.Expect(cfg.Flux.InstallRetries).To(Equal(3), "defaults stay for keys the file leaves out")
+
+	g.Expect(os.WriteFile(file, []byte("namespace: x\nunknownKey: 1\n"), 0o600)).To(Succeed())
+	_, err = config.Load("test", []string{"--config", file})
+	g.Expect(err).To(MatchError(ContainSubstring("unknownKey")))
+
+	_, err = config.Load("test", []string{"--config", filepath.Join(dir, "missing.yaml")})
+	g.Expect(err).To(HaveOccurred())
+
+	_, err = config.Load("test", []string{"--help"})
+	g.Expect(err).To(MatchError(pflag.ErrHelp))
+}
+
+func TestEndpointFlag(t *testing.T) {
+	g := NewWithT(t)
+	cfg, err := config.Load("test", []string{"--chart-endpoint", "select=http://{{.Release}}:8481", "--chart-endpoint", "insert=http://{{.Release}}:8480"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Chart.Endpoints).To(Equal(map[string]string{"select": "http://{{.Release}}:8481", "insert": "http://{{.Release}}:8480"}))
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad listen address", []string{"--listen-address", "nope"}, "listenAddress"},
+		{"bad namespace", []string{"--namespace", "Bad_NS"}, "namespace"},
+		{"remote without version", []string{"--chart-repository", "https://charts.example"}, "chart.version is required"},
+		{"bad scheme", []string{"--chart-repository", "ftp://x", "--chart-version", "1.0.0"}, "scheme"},
+		{"credentials in URL", []string{"--chart-repository", "https://u:p@charts.example", "--chart-version", "1.0.0"}, "credentials"},
+		{"insecure without oci", []string{"--chart-repository", "https://charts.example", "--chart-version", "1.0.0", "--chart-insecure"}, "insecure"},
+		{"bad version", []string{"--chart-version", "v1"}, "chart.version"},
+		{"no source", []string{"--chart-dir", ""}, "chart.repository and chart.localDir"},
+		{"bad template", []string{"--chart-endpoint", "p={{.Nope}}"}, "chart.endpoints[p]"},
+		{"bad endpoint name", []string{"--chart-endpoint", "P Q=x"}, "chart.endpoints"},
+		{"body limit too high", []string{"--max-request-body-bytes", "99999999"}, "maxRequestBodyBytes"},
+		{"bad log level", []string{"--log-level", "loud"}, "log.level"},
+		{"bad retries", []string{"--flux-install-retries", "-2"}, "installRetries"},
+		{"short interval", []string{"--flux-release-interval", "10ms"}, "releaseInterval"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := config.Load("test", tt.args)
+			g.Expect(err).To(MatchError(ContainSubstring(tt.want)))
+		})
+	}
+}

@@ -1,0 +1,105 @@
+package vmclusters
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/server"
+)
+
+// BasePath is the collection path.
+const BasePath = "/api/v1/observability-ops/vmclusters"
+
+// Operations is what the handler needs from the service.
+type Operations interface {
+	Create(ctx context.Context, req CreateRequest) (VMCluster, error)
+	Get(ctx context.Context, id string) (VMCluster, error)
+	List(ctx context.Context, req ListRequest) (ListResponse, error)
+	Update(ctx context.Context, id string, req UpdateRequest) (VMCluster, error)
+	Delete(ctx context.Context, id string) (VMCluster, error)
+}
+
+// Handler binds and validates HTTP requests and calls the service.
+type Handler struct {
+	Ops Operations
+}
+
+// Resource is the permission resource of the routes.
+const Resource = "vmclusters"
+
+// Routes implements server.API.
+func (h *Handler) Routes() []server.Route {
+	item := BasePath + "/:vmclusterId"
+	return []server.Route{
+		{Method: http.MethodPost, Path: BasePath, Name: "vmclusters.create", Handler: h.create, Resource: Resource, Verb: "create"},
+		{Method: http.MethodGet, Path: BasePath, Name: "vmclusters.list", Handler: h.list, Resource: Resource, Verb: "list"},
+		{Method: http.MethodGet, Path: item, Name: "vmclusters.get", Handler: h.get, Resource: Resource, Verb: "get"},
+		{Method: http.MethodPut, Path: item, Name: "vmclusters.update", Handler: h.update, Resource: Resource, Verb: "update"},
+		{Method: http.MethodDelete, Path: item, Name: "vmclusters.delete", Handler: h.delete, Resource: Resource, Verb: "delete"},
+	}
+}
+
+func (h *Handler) create(c echo.Context) error {
+	body, err := server.ReadBody(c)
+	if err != nil {
+		return err
+	}
+	req, verr := DecodeCreate(body)
+	if verr != nil {
+		return verr
+	}
+	v, err := h.Ops.Create(c.Request().Context(), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, v)
+}
+
+func (h *Handler) list(c echo.Context) error {
+	req, verr := ParseList(c.QueryParams())
+	if verr != nil {
+		return verr
+	}
+	out, err := h.Ops.List(c.Request().Context(), req)
+	if err != nil {
+		return err
+	}
+	if out.VMClusters == nil {
+		out.VMClusters = []VMCluster{}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h *Handler) get(c echo.Context) error {
+	v, err := h.Ops.Get(c.Request().Context(), c.Param("vmclusterId"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+func (h *Handler) update(c echo.Context) error {
+	body, err := server.ReadBody(c)
+	if err != nil {
+		return err
+	}
+	req, verr := DecodeUpdate(body)
+	if verr != nil {
+		return verr
+	}
+	v, err := h.Ops.Update(c.Request().Context(), c.Param("vmclusterId"), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, v)
+}
+
+func (h *Handler) delete(c echo.Context) error {
+	v, err := h.Ops.Delete(c.Request().Context(), c.Param("vmclusterId"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, v)
+}

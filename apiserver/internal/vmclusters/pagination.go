@@ -1,0 +1,128 @@
+package vmclusters
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+)
+
+// Page sizes (AIP-158).
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 1000
+)
+
+// maxPageTokenLength bounds the token before decoding it.
+const maxPageTokenLength = 512
+
+// pageToken is the content of a page token: the name the next page starts
+// after (vmclusters are listed by name), and the filter the token belongs
+// to. The token is base64url(JSON) and opaque to clients; it is only a
+// cursor, so deletions and creations between pages never cause a gap or a
+// repeat among the vmclusters that exist throughout.
+type pageToken struct {
+	Version int    `json:"v"`
+	After   string `json:"a"`
+	Status  Status `json:"s,omitempty"`
+}
+
+const pageTokenVersion = 1
+
+// EncodePageToken returns the token of the page after the name after.
+func EncodePageToken(after string, status Status) string {
+	b, _ := json.Marshal(pageToken{Version: pageTokenVersion, After: after, Status: status})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+var errBadToken = errors.New("is not a page token returned by this API for this query")
+
+// DecodePageToken returns the name a token starts after. The token must
+// have been issued for the same status filter.
+func DecodePageToken(token string, status Status) (string, error) {
+	if len(token) > maxPageTokenLength {
+		return "", errBadToken
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return "", errBadToken
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var t pageToken
+	if err := dec.Decode(&t); err != nil || dec.More() {
+		return "", errBadToken
+	}
+	if t.Version != pageTokenVersion || len(ValidateName(t.After)) > 0 || t.Status != status {
+		return "", errBadToken
+	}
+	return t.After, nil
+}
+
+// ParseList validates the list query: page_size (0..1000, 0 means 50),
+// page_token, status. Other parameters are ignored.
+func ParseList(q url.Values) (ListRequest, *apierror.Error) {
+	req := ListRequest{PageSize: DefaultPageSize}
+	var violations []apierror.FieldViolation
+	if s := q.Get("status"); s != "" {
+		st := Status(strings.ToUpper(s))
+		valid := false
+		for _, known := range Statuses {
+			valid = valid || st == known
+		}
+		if valid {
+			req.Status = st
+		} else {
+			violations = append(violations, apierror.Violation("status", "must be one of CREATING, RUNNING, UPDATING, FAILED, DELETING"))
+		}
+	}
+	if s := q.Get("page_size"); s != "" {
+		n, err := strconv.Atoi(s)
+		switch {
+		case err != nil:
+			violations = append(violations, apierror.Violation("page_size", "must be an integer"))
+		case n < 0 || n > MaxPageSize:
+			violations = append(violations, apierror.Violation("page_size", "must be between 0 and %d", MaxPageSize))
+		case n > 0:
+			req.PageSize = n
+		}
+	}
+	if tok := q.Get("page_token"); tok != "" {
+		after, err := DecodePageToken(tok, req.Status)
+		if err != nil {
+			violations = append(violations, apierror.Violation("page_token", "%v", err))
+		}
+		req.After = after
+	}
+	if len(violations) > 0 {
+		return ListRequest{}, apierror.InvalidArgument("the list request is invalid", violations...)
+	}
+	return req, nil
+}
+
+// Paginate returns one page of items (already filtered) in name order and
+// the token of the next page ("" on the last page). name gives the sort
+// key of an item.
+func Paginate[T any](items []T, name func(T) string, req ListRequest) ([]T, string) {
+	sort.SliceStable(items, func(i, j int) bool { return name(items[i]) < name(items[j]) })
+	start := 0
+	if req.After != "" {
+		start = sort.Search(len(items), func(i int) bool { return name(items[i]) > req.After })
+	}
+	size := req.PageSize
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	end := min(start+size, len(items))
+	page := items[start:end]
+	if end < len(items) && len(page) > 0 {
+		return page, EncodePageToken(name(page[len(page)-1]), req.Status)
+	}
+	return page, ""
+}

@@ -1,0 +1,307 @@
+package vmclusters
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+)
+
+// Store is what the service needs from Kubernetes. Reads come from the
+// informer cache (which only holds HelmReleases managed by ops-server);
+// GetLive reads from the API server. Errors are Kubernetes API errors,
+// wrapped.
+type Store interface {
+	// Get returns the managed HelmRelease name (NotFound if none).
+	Get(ctx context.Context, name string) (*helmv2.HelmRelease, error)
+	// GetByUID returns the managed HelmRelease with this UID (NotFound if
+	// none).
+	GetByUID(ctx context.Context, uid string) (*helmv2.HelmRelease, error)
+	// List returns every managed HelmRelease.
+	List(ctx context.Context) ([]helmv2.HelmRelease, error)
+	// GetLive reads the HelmRelease name from the API server, managed or
+	// not.
+	GetLive(ctx context.Context, name string) (*helmv2.HelmRelease, error)
+	// CreateRelease creates hr and updates it from the response.
+	CreateRelease(ctx context.Context, hr *helmv2.HelmRelease) error
+	// PatchRelease applies an RFC 6902 JSON patch and updates hr from the
+	// response.
+	PatchRelease(ctx context.Context, hr *helmv2.HelmRelease, patch []byte) error
+	// DeleteRelease deletes hr (if its UID still matches).
+	DeleteRelease(ctx context.Context, hr *helmv2.HelmRelease) error
+	// ApplySource creates or updates repo with server-side apply.
+	ApplySource(ctx context.Context, repo *sourcev1.HelmRepository) error
+	// DeleteSources deletes the managed HelmRepositories of a vmcluster.
+	DeleteSources(ctx context.Context, name string) error
+	// WaitForCache waits (bounded) until the cached HelmRelease name
+	// satisfies done (called with nil when absent), so that a read after a
+	// write sees the write.
+	WaitForCache(ctx context.Context, name string, done func(*helmv2.HelmRelease) bool)
+}
+
+// Service implements the vmclusters operations.
+type Service struct {
+	Store      Store
+	Translator Translator
+	// Now is the clock (injected in tests).
+	Now func() time.Time
+}
+
+// Reasons of the vmcluster errors (ErrorInfo.reason).
+const (
+	ReasonNotFound         = "VMCLUSTER_NOT_FOUND"
+	ReasonAlreadyExists    = "VMCLUSTER_ALREADY_EXISTS"
+	ReasonDeleting         = "VMCLUSTER_DELETING"
+	ReasonImmutable        = "FIELD_IMMUTABLE"
+	ReasonNotManaged       = "NOT_MANAGED_BY_OPS_SERVER"
+	ReasonNamespaceMissing = "NAMESPACE_NOT_FOUND"
+)
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+func notFound(id string) *apierror.Error {
+	return apierror.NotFound(ReasonNotFound, "vmcluster %q not found", truncate(id, 80)).WithMetadata("vmclusterId", truncate(id, 80))
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// Create creates the HelmRelease and its source. An identical repeat
+// answers with the existing vmcluster; a different body for an existing
+// name is a 409.
+func (s *Service) Create(ctx context.Context, req CreateRequest) (VMCluster, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	if msg := s.Translator.Chart.CheckVersion(req.Version); msg != "" {
+		return VMCluster{}, apierror.InvalidArgument("the request is invalid", apierror.Violation("helm_release_info.version", "%s", msg))
+	}
+	hr := s.Translator.Release(req, s.now())
+	err := s.Store.CreateRelease(ctx, hr)
+	if apierrors.IsAlreadyExists(err) {
+		return s.createExisting(ctx, req)
+	}
+	if apierrors.IsNotFound(err) {
+		// The only thing a create can miss is the namespace: a deployment
+		// problem, not the caller's.
+		return VMCluster{}, (&apierror.Error{Code: http.StatusInternalServerError, Status: apierror.StatusInternal,
+			Reason: ReasonNamespaceMissing, Message: fmt.Sprintf("the vmcluster namespace %q does not exist; check the ops-apiserver configuration", hr.Namespace)}).WithCause(err)
+	}
+	if err != nil {
+		return VMCluster{}, fmt.Errorf("creating HelmRelease %s: %w", klog.KObj(hr), err)
+	}
+	log.Info("Created vmcluster", "helmRelease", klog.KObj(hr), "uid", hr.UID, "chartVersion", hr.Spec.Chart.Spec.Version)
+	if err := s.Store.ApplySource(ctx, s.Translator.Source(hr, s.now())); err != nil {
+		// The release exists; an identical retry of the request ensures
+		// the source again.
+		return VMCluster{}, fmt.Errorf("applying the HelmRepository of %s: %w", klog.KObj(hr), err)
+	}
+	uid := hr.UID
+	s.Store.WaitForCache(ctx, hr.Name, func(c *helmv2.HelmRelease) bool { return c != nil && c.UID == uid })
+	return s.Translator.View(hr, true), nil
+}
+
+func (s *Service) createExisting(ctx context.Context, req CreateRequest) (VMCluster, error) {
+	existing, err := s.Store.GetLive(ctx, req.Name)
+	if apierrors.IsNotFound(err) {
+		return VMCluster{}, apierror.Aborted(apierror.ReasonConflict, "vmcluster %q was deleted while it was being created; retry the request", req.Name)
+	}
+	if err != nil {
+		return VMCluster{}, fmt.Errorf("reading existing HelmRelease %s: %w", req.Name, err)
+	}
+	switch {
+	case !IsManaged(existing):
+		return VMCluster{}, apierror.AlreadyExists(ReasonNotManaged,
+			"a HelmRelease named %q exists and is not managed by ops-server", req.Name)
+	case existing.DeletionTimestamp != nil:
+		return VMCluster{}, apierror.AlreadyExists(ReasonDeleting,
+			"vmcluster %q is being deleted; create it again once it is gone", req.Name)
+	case !s.Translator.SameAsRequest(existing, req):
+		return VMCluster{}, apierror.AlreadyExists(ReasonAlreadyExists,
+			"vmcluster %q already exists with a different configuration", req.Name).
+			WithMetadata("id", string(existing.UID))
+	}
+	// An identical repeat: make sure the source exists too (the first
+	// attempt may have failed after creating the release).
+	if err := s.Store.ApplySource(ctx, s.Translator.Source(existing, s.now())); err != nil {
+		return VMCluster{}, fmt.Errorf("applying the HelmRepository of %s: %w", klog.KObj(existing), err)
+	}
+	logr.FromContextOrDiscard(ctx).Info("Create repeated for an existing identical vmcluster", "helmRelease", klog.KObj(existing))
+	return s.Translator.View(existing, true), nil
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// resolve finds a vmcluster by id (the HelmRelease UID) or by name.
+func (s *Service) resolve(ctx context.Context, id string) (*helmv2.HelmRelease, error) {
+	if uuidRE.MatchString(id) {
+		hr, err := s.Store.GetByUID(ctx, id)
+		if err == nil {
+			return hr, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("looking up vmcluster by id: %w", err)
+		}
+	}
+	if len(ValidateName(id)) > 0 {
+		return nil, notFound(id)
+	}
+	hr, err := s.Store.Get(ctx, id)
+	if apierrors.IsNotFound(err) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking up vmcluster by name: %w", err)
+	}
+	return hr, nil
+}
+
+// Get returns one vmcluster with its values.
+func (s *Service) Get(ctx context.Context, id string) (VMCluster, error) {
+	hr, err := s.resolve(ctx, id)
+	if err != nil {
+		return VMCluster{}, err
+	}
+	return s.Translator.View(hr, true), nil
+}
+
+// List returns a page of vmclusters, by name, filtered by status.
+func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, error) {
+	hrs, err := s.Store.List(ctx)
+	if err != nil {
+		return ListResponse{}, fmt.Errorf("listing HelmReleases: %w", err)
+	}
+	views := make([]VMCluster, 0, len(hrs))
+	for i := range hrs {
+		if !IsManaged(&hrs[i]) {
+			continue
+		}
+		v := s.Translator.View(&hrs[i], false)
+		if req.Status != "" && v.Status != req.Status {
+			continue
+		}
+		views = append(views, v)
+	}
+	page, next := Paginate(views, func(v VMCluster) string { return v.Name[len(CollectionPrefix):] }, req)
+	return ListResponse{VMClusters: page, NextPageToken: next}, nil
+}
+
+// Update replaces the values of a vmcluster and optionally moves it to
+// another chart version (a Helm upgrade by Flux).
+func (s *Service) Update(ctx context.Context, id string, req UpdateRequest) (VMCluster, error) {
+	hr, err := s.resolve(ctx, id)
+	if err != nil {
+		return VMCluster{}, err
+	}
+	if err := s.checkIdentity(hr, req); err != nil {
+		return VMCluster{}, err
+	}
+	if msg := s.Translator.Chart.CheckVersion(req.Version); msg != "" {
+		return VMCluster{}, apierror.InvalidArgument("the request is invalid", apierror.Violation("helm_release_info.version", "%s", msg))
+	}
+	if hr.DeletionTimestamp != nil {
+		return VMCluster{}, apierror.FailedPrecondition(ReasonDeleting, "vmcluster %q is being deleted", hr.Name)
+	}
+	if hr.Spec.Chart == nil {
+		return VMCluster{}, apierror.FailedPrecondition(ReasonNotManaged, "vmcluster %q has no chart template; it was not created by ops-server", hr.Name)
+	}
+	patch, err := s.Translator.UpdatePatch(hr, req.Values, req.Version, s.now())
+	if err != nil {
+		return VMCluster{}, apierror.Internal(err)
+	}
+	patched := hr.DeepCopy()
+	if err := s.Store.PatchRelease(ctx, patched, patch); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return VMCluster{}, notFound(id)
+		case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
+			// The JSON patch test of the UID failed (the object was
+			// recreated) or the object changed under us.
+			return VMCluster{}, apierror.Aborted(apierror.ReasonConflict,
+				"vmcluster %q changed while it was being updated; retry the request", hr.Name).WithCause(err)
+		}
+		return VMCluster{}, fmt.Errorf("patching HelmRelease %s: %w", klog.KObj(hr), err)
+	}
+	// Ask the source to look again too, so a chart version published
+	// since its last check is found now.
+	if err := s.Store.ApplySource(ctx, s.Translator.Source(patched, s.now())); err != nil {
+		return VMCluster{}, fmt.Errorf("applying the HelmRepository of %s: %w", klog.KObj(hr), err)
+	}
+	logr.FromContextOrDiscard(ctx).Info("Updated vmcluster", "helmRelease", klog.KObj(hr),
+		"generation", patched.Generation, "chartVersion", patched.Spec.Chart.Spec.Version)
+	gen := patched.Generation
+	s.Store.WaitForCache(ctx, hr.Name, func(c *helmv2.HelmRelease) bool { return c != nil && c.Generation >= gen })
+	return s.Translator.View(patched, true), nil
+}
+
+// checkIdentity rejects a PUT body whose echoed identity fields differ
+// from the target's.
+func (s *Service) checkIdentity(hr *helmv2.HelmRelease, req UpdateRequest) error {
+	var violations []apierror.FieldViolation
+	check := func(field string, got *string, want string) {
+		if got != nil && *got != want {
+			violations = append(violations, apierror.Violation(field, "cannot be changed (is %q)", want))
+		}
+	}
+	check("name", req.Name, hr.Name)
+	check("id", req.ID, string(hr.UID))
+	check("helm_release_info.release_name", req.ReleaseName, hr.GetReleaseName())
+	check("helm_release_info.release_namespace", req.ReleaseNamespace, hr.GetReleaseNamespace())
+	if hr.Spec.Chart != nil {
+		check("helm_release_info.chart", req.Chart, hr.Spec.Chart.Spec.Chart)
+	}
+	if len(violations) > 0 {
+		return apierror.InvalidArgument("the request changes fields that cannot be changed", violations...).WithReason(ReasonImmutable)
+	}
+	return nil
+}
+
+// Delete deletes the HelmRelease (helm-controller uninstalls the release,
+// then removes its finalizer) and its source. Deleting a vmcluster that
+// is already being deleted is accepted again.
+func (s *Service) Delete(ctx context.Context, id string) (VMCluster, error) {
+	hr, err := s.resolve(ctx, id)
+	if err != nil {
+		return VMCluster{}, err
+	}
+	if hr.DeletionTimestamp == nil {
+		if err := s.Store.DeleteRelease(ctx, hr); err != nil {
+			if apierrors.IsNotFound(err) {
+				return VMCluster{}, notFound(id)
+			}
+			if apierrors.IsConflict(err) {
+				return VMCluster{}, apierror.Aborted(apierror.ReasonConflict,
+					"vmcluster %q was recreated while it was being deleted; retry the request", hr.Name).WithCause(err)
+			}
+			return VMCluster{}, fmt.Errorf("deleting HelmRelease %s: %w", klog.KObj(hr), err)
+		}
+	}
+	if err := s.Store.DeleteSources(ctx, hr.Name); err != nil {
+		return VMCluster{}, fmt.Errorf("deleting the HelmRepository of %s: %w", klog.KObj(hr), err)
+	}
+	logr.FromContextOrDiscard(ctx).Info("Deleted vmcluster", "helmRelease", klog.KObj(hr), "uid", hr.UID)
+	uid := hr.UID
+	s.Store.WaitForCache(ctx, hr.Name, func(c *helmv2.HelmRelease) bool {
+		return c == nil || c.UID != uid || c.DeletionTimestamp != nil
+	})
+	v := s.Translator.View(hr, true)
+	v.Status, v.StatusReason, v.StatusMessage = StatusDeleting, "Deleting", "the Helm release is being uninstalled"
+	v.Endpoints = map[string]string{}
+	return v, nil
+}

@@ -1,0 +1,142 @@
+package vmclusters
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	"github.com/go-logr/logr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// UIDIndex is the cache index of HelmReleases by metadata.uid.
+const UIDIndex = "metadata.uid"
+
+// IndexUID registers the UID index on the cache (before it starts).
+func IndexUID(ctx context.Context, c cache.Cache) error {
+	return c.IndexField(ctx, &helmv2.HelmRelease{}, UIDIndex, func(o client.Object) []string {
+		return []string{string(o.GetUID())}
+	})
+}
+
+// KubeStore is the Store on a controller-runtime cache (reads) and an
+// uncached client (writes, under the field manager).
+type KubeStore struct {
+	// Cache holds the managed HelmReleases of Namespace, indexed by UID.
+	Cache client.Reader
+	// Client writes to (and, for GetLive, reads from) the API server.
+	Client       client.Client
+	Namespace    string
+	FieldManager string
+	// CacheWait bounds WaitForCache.
+	CacheWait time.Duration
+}
+
+var _ Store = (*KubeStore)(nil)
+
+// Get implements Store.
+func (s *KubeStore) Get(ctx context.Context, name string) (*helmv2.HelmRelease, error) {
+	hr := &helmv2.HelmRelease{}
+	if err := s.Cache.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, hr); err != nil {
+		return nil, err
+	}
+	return hr, nil
+}
+
+// GetByUID implements Store.
+func (s *KubeStore) GetByUID(ctx context.Context, uid string) (*helmv2.HelmRelease, error) {
+	var list helmv2.HelmReleaseList
+	if err := s.Cache.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{UIDIndex: uid}); err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, apierrors.NewNotFound(helmv2.GroupVersion.WithResource("helmreleases").GroupResource(), uid)
+	}
+	return &list.Items[0], nil
+}
+
+// List implements Store.
+func (s *KubeStore) List(ctx context.Context) ([]helmv2.HelmRelease, error) {
+	var list helmv2.HelmReleaseList
+	if err := s.Cache.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{LabelManagedBy: ManagedBy}); err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// GetLive implements Store.
+func (s *KubeStore) GetLive(ctx context.Context, name string) (*helmv2.HelmRelease, error) {
+	hr := &helmv2.HelmRelease{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, hr); err != nil {
+		return nil, err
+	}
+	return hr, nil
+}
+
+// CreateRelease implements Store.
+func (s *KubeStore) CreateRelease(ctx context.Context, hr *helmv2.HelmRelease) error {
+	return s.Client.Create(ctx, hr, client.FieldOwner(s.FieldManager))
+}
+
+// PatchRelease implements Store.
+func (s *KubeStore) PatchRelease(ctx context.Context, hr *helmv2.HelmRelease, patch []byte) error {
+	return s.Client.Patch(ctx, hr, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(s.FieldManager))
+}
+
+// DeleteRelease implements Store.
+func (s *KubeStore) DeleteRelease(ctx context.Context, hr *helmv2.HelmRelease) error {
+	return s.Client.Delete(ctx, hr, client.Preconditions{UID: &hr.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+}
+
+// ApplySource implements Store with server-side apply: the apiserver owns
+// the fields it sets and nothing else.
+func (s *KubeStore) ApplySource(ctx context.Context, repo *sourcev1.HelmRepository) error {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(repo)
+	if err != nil {
+		return fmt.Errorf("converting HelmRepository: %w", err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	u.SetAPIVersion(sourcev1.GroupVersion.String())
+	u.SetKind(sourcev1.HelmRepositoryKind)
+	return s.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(s.FieldManager), client.ForceOwnership)
+}
+
+// DeleteSources implements Store.
+func (s *KubeStore) DeleteSources(ctx context.Context, name string) error {
+	return s.Client.DeleteAllOf(ctx, &sourcev1.HelmRepository{}, client.InNamespace(s.Namespace),
+		client.MatchingLabels(Labels(name)), client.PropagationPolicy(metav1.DeletePropagationBackground))
+}
+
+// WaitForCache implements Store. It gives up silently after CacheWait:
+// the response is built from the write's result either way.
+func (s *KubeStore) WaitForCache(ctx context.Context, name string, done func(*helmv2.HelmRelease) bool) {
+	timeout := s.CacheWait
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		hr, err := s.Get(ctx, name)
+		if apierrors.IsNotFound(err) {
+			return done(nil), nil
+		}
+		if err != nil {
+			return false, nil
+		}
+		return done(hr), nil
+	})
+	if err != nil {
+		logr.FromContextOrDiscard(ctx).V(1).Info("Cache did not catch up with a write in time", "name", name, "error", err.Error())
+	}
+}

@@ -1,0 +1,82 @@
+// Package vmclusters is the /api/v1/observability-ops/vmclusters resource:
+// a vmcluster is a Flux HelmRelease labelled as managed by ops-server, in
+// the configured namespace, plus the HelmRepository it installs from.
+//
+// The handler binds and validates requests, the service decides, the store
+// talks to Kubernetes (reads from the informer cache, writes to the API
+// server under the ops-server field manager). Translation between the REST
+// body and the Flux objects and the status mapping are pure functions.
+package vmclusters
+
+import "encoding/json"
+
+// CollectionPrefix prefixes the resource name of every vmcluster.
+const CollectionPrefix = "vmclusters/"
+
+// VMCluster is the REST representation (snake_case, as the seed shows).
+type VMCluster struct {
+	// Name is "vmclusters/<name>".
+	Name string `json:"name"`
+	// ID is the UID of the HelmRelease.
+	ID     string `json:"id"`
+	Status Status `json:"status"`
+	// StatusReason and StatusMessage are Flux's reason and message behind
+	// the status (Helm's error for FAILED).
+	StatusReason  string `json:"status_reason,omitempty"`
+	StatusMessage string `json:"status_message,omitempty"`
+	// Endpoints are present once the release is installed.
+	Endpoints map[string]string `json:"endpoints"`
+	// Values are the complete Helm values applied on top of the chart's
+	// defaults. Not included in lists.
+	Values          json.RawMessage `json:"values,omitempty"`
+	HelmReleaseInfo HelmReleaseInfo `json:"helm_release_info"`
+	CreateTime      string          `json:"create_time,omitempty"`
+}
+
+// HelmReleaseInfo describes the Helm release behind a vmcluster.
+type HelmReleaseInfo struct {
+	ReleaseName      string `json:"release_name"`
+	ReleaseNamespace string `json:"release_namespace"`
+	Chart            string `json:"chart"`
+	// Version is the requested chart version.
+	Version string `json:"version"`
+}
+
+// ListResponse is the body of a list.
+type ListResponse struct {
+	VMClusters    []VMCluster `json:"vmclusters"`
+	NextPageToken string      `json:"next_page_token,omitempty"`
+}
+
+// CreateRequest is a validated POST body.
+type CreateRequest struct {
+	Name string
+	// Values is a canonical JSON object.
+	Values []byte
+	// Version is the chart version; empty means the configured default.
+	Version string
+}
+
+// UpdateRequest is a validated PUT body. Besides values and version it
+// carries the identity fields a client may echo back from a GET; the
+// service checks they match the target.
+type UpdateRequest struct {
+	Values []byte
+	// Version is the new chart version; empty keeps the current one.
+	Version string
+
+	Name             *string
+	ID               *string
+	ReleaseName      *string
+	ReleaseNamespace *string
+	Chart            *string
+}
+
+// ListRequest is a validated list query.
+type ListRequest struct {
+	PageSize int
+	// After is the name the page starts after (from the page token).
+	After string
+	// Status filters by status; empty means all.
+	Status Status
+}
