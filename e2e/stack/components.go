@@ -85,6 +85,7 @@ func (s *Stack) startVMOperator(ctx context.Context) error {
 // few seconds per simulated cloud operation.
 var OperatorArgs = []string{
 	"--leader-elect=false",
+	"--enable-mock-cloud",
 	"--poll-interval=1s",
 	"--retry-interval=1s",
 	"--mock-operation-duration=2s",
@@ -118,5 +119,44 @@ func (s *Stack) StopOperator() {
 	if s.Operator != nil {
 		_ = s.Operator.Kill()
 		s.Operator = nil
+	}
+}
+
+// APIAddress is where the local stack serves the REST API.
+const APIAddress = "127.0.0.1:8080"
+
+// StartAPIServer starts ops-apiserver from bin/ (built by `make build`) on
+// addr, serving the vmcluster chart of deploy/charts as the baked-in chart.
+func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	repoPort, err := testenv.FreePort()
+	if err != nil {
+		return err
+	}
+	p, err := testenv.StartProcess("ops-apiserver", s.logDir, []string{
+		"--listen-address=" + addr,
+		"--kubeconfig=" + s.Env.KubeconfigPath,
+		"--namespace=observability",
+		"--chart-dir=" + filepath.Join(root, "deploy", "charts", "vmcluster"),
+		fmt.Sprintf("--local-repository-listen-address=127.0.0.1:%d", repoPort),
+		"--log-format=console",
+		"--enable-mock-cloud",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	s.APIServer = p
+	s.APIURL = "http://" + addr
+	return p.WaitHTTPOK(ctx, s.APIURL+"/readyz", 2*time.Minute)
+}
+
+// StopAPIServer kills ops-apiserver (SIGKILL: as a crash would).
+func (s *Stack) StopAPIServer() {
+	if s.APIServer != nil {
+		_ = s.APIServer.Kill()
+		s.APIServer = nil
 	}
 }

@@ -14,6 +14,9 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -30,7 +33,12 @@ type Options struct {
 	Out io.Writer
 	// WithOperator starts ops-operator from bin/ (`make build`).
 	WithOperator bool
+	// APIAddress, when set, starts ops-apiserver from bin/ there.
+	APIAddress string
 }
+
+// Namespace is where the stack keeps vmclusters and upgrade operations.
+const Namespace = "observability"
 
 // DevCluster is the simulated cloud's cluster the stack starts with.
 var DevCluster = cloud.ClusterRef{Provider: cloud.Mock, Name: "dev-cluster", Region: "local"}
@@ -43,9 +51,12 @@ type Stack struct {
 	Kubeconfig string
 	// Operator is the running ops-operator, if started.
 	Operator *testenv.Process
-	logDir   string
-	procs    []*testenv.Process
-	out      io.Writer
+	// APIServer is the running ops-apiserver, if started, at APIURL.
+	APIServer *testenv.Process
+	APIURL    string
+	logDir    string
+	procs     []*testenv.Process
+	out       io.Writer
 }
 
 // Start brings the stack up. On error everything started is stopped.
@@ -103,6 +114,11 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if err := s.startVMOperator(ctx); err != nil {
 		return s, err
 	}
+	// The namespace the chart installs ops-server into holds the vmclusters
+	// and the upgrade operations.
+	if err := s.Env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return s, err
+	}
 	s.step("Seeding the simulated cloud: cluster %s in region %s", DevCluster.Name, DevCluster.Region)
 	if err := s.seedCloud(ctx); err != nil {
 		return s, err
@@ -110,6 +126,12 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if o.WithOperator {
 		s.step("Starting ops-operator")
 		if err := s.StartOperator(ctx); err != nil {
+			return s, err
+		}
+	}
+	if o.APIAddress != "" {
+		s.step("Starting ops-apiserver on http://%s", o.APIAddress)
+		if err := s.StartAPIServer(ctx, o.APIAddress); err != nil {
 			return s, err
 		}
 	}
@@ -155,6 +177,7 @@ func (s *Stack) Processes() []*testenv.Process {
 // Stop stops everything the stack started, in reverse order.
 func (s *Stack) Stop() {
 	var errs []error
+	s.StopAPIServer()
 	s.StopOperator()
 	if s.Flux != nil {
 		s.Flux.Stop()

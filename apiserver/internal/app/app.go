@@ -34,6 +34,11 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
+	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/providers"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	"github.com/tidbcloud/ops-server/operator/pkg/chartrepo"
 )
@@ -67,10 +72,11 @@ type App struct {
 // APIs lists every API of the server. The OpenAPI drift test builds the
 // server from this list, so a resource added here and not to the
 // document (or the other way round) fails it.
-func APIs(vm vmclusters.Operations) []server.API {
+func APIs(vm vmclusters.Operations, up *upgrades.Service) []server.API {
 	return []server.API{
 		openapi.API{},
 		&vmclusters.Handler{Ops: vm},
+		&upgrades.Handler{Svc: up},
 	}
 }
 
@@ -78,7 +84,7 @@ func APIs(vm vmclusters.Operations) []server.API {
 // writes.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, helmv2.AddToScheme, sourcev1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, helmv2.AddToScheme, sourcev1.AddToScheme, opsv1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -109,7 +115,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	a.cache, err = cache.New(restCfg, cache.Options{
 		Scheme:            scheme,
-		DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}},
+		DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}, cfg.Upgrades.Namespace: {}},
 		ByObject: map[client.Object]cache.ByObject{
 			&helmv2.HelmRelease{}: {Label: labels.SelectorFromSet(labels.Set{vmclusters.LabelManagedBy: vmclusters.ManagedBy})},
 		},
@@ -125,6 +131,15 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if _, err := a.cache.GetInformer(ctx, &helmv2.HelmRelease{}); err != nil {
 		return nil, fmt.Errorf("creating HelmRelease informer: %w", err)
 	}
+
+	if _, err := a.cache.GetInformer(ctx, &opsv1.ClusterUpgradeOperation{}); err != nil {
+		return nil, fmt.Errorf("creating ClusterUpgradeOperation informer: %w", err)
+	}
+	registry, err := cloudRegistry(ctx, cfg.Upgrades, kube)
+	if err != nil {
+		return nil, err
+	}
+	up := &upgrades.Service{Reader: a.cache, Writer: kube, Namespace: cfg.Upgrades.Namespace, Providers: registry}
 
 	source, err := a.chartSource(cfg.Chart)
 	if err != nil {
@@ -152,7 +167,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		MaxBodyBytes:   cfg.MaxRequestBodyBytes,
 		RequestTimeout: cfg.RequestTimeout.Duration,
 		Ready:          a.ready,
-	}, APIs(svc)...)
+	}, APIs(svc, up)...)
 	if err != nil {
 		a.close()
 		return nil, err
@@ -164,6 +179,28 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	a.http = server.NewHTTPServer(a.echo, a.log.WithName("http"))
 	return a, nil
+}
+
+// cloudRegistry builds the cloud providers the nodeGroups and addons
+// endpoints call: the configured real clouds and, when enabled, the
+// simulated one.
+func cloudRegistry(ctx context.Context, c config.UpgradesConfig, kube client.Client) (*cloud.Registry, error) {
+	pc := &providers.Config{}
+	if c.CloudConfig != "" {
+		var err error
+		if pc, err = providers.Load(c.CloudConfig); err != nil {
+			return nil, fmt.Errorf("cloud configuration: %w", err)
+		}
+	}
+	var extra []cloud.Provider
+	if c.EnableMockCloud {
+		extra = append(extra, &mock.Provider{Client: kube, Namespace: c.MockNamespace})
+	}
+	reg, err := providers.Build(ctx, pc, providers.Options{Extra: extra})
+	if err != nil {
+		return nil, fmt.Errorf("cloud providers: %w", err)
+	}
+	return reg, nil
 }
 
 func restConfig(cfg *config.Config, override *rest.Config) (*rest.Config, error) {

@@ -14,7 +14,7 @@ import (
 // exist, or when an operationId and the route name differ.
 func TestRoutesMatchOpenAPI(t *testing.T) {
 	g := NewWithT(t)
-	e, err := server.New(server.Options{}, APIs(nil)...)
+	e, err := server.New(server.Options{}, APIs(nil, nil)...)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	registered := map[string]string{}

@@ -65,6 +65,7 @@ type Config struct {
 	Chart           ChartConfig           `json:"chart"`
 	LocalRepository LocalRepositoryConfig `json:"localRepository"`
 	Flux            FluxConfig            `json:"flux"`
+	Upgrades        UpgradesConfig        `json:"upgrades"`
 }
 
 // LogConfig configures the zap logger behind logr.
@@ -152,6 +153,7 @@ func Default() *Config {
 			Endpoints: DefaultEndpoints(),
 		},
 		LocalRepository: LocalRepositoryConfig{ListenAddress: "127.0.0.1:8089"},
+		Upgrades:        UpgradesConfig{Namespace: "observability", MockNamespace: "ops-mock-cloud"},
 		Flux: FluxConfig{
 			ReleaseInterval: metav1.Duration{Duration: 10 * time.Minute},
 			SourceInterval:  metav1.Duration{Duration: 10 * time.Minute},
@@ -161,6 +163,20 @@ func Default() *Config {
 			MaxHistory:      5,
 		},
 	}
+}
+
+// UpgradesConfig configures the cluster-upgrade API.
+type UpgradesConfig struct {
+	// Namespace of the ClusterUpgradeOperation objects.
+	Namespace string `json:"namespace"`
+	// CloudConfig is the path of the cloud providers' configuration
+	// (operator/pkg/cloud/providers: enabled clouds, endpoints, credential
+	// directories, cluster identities); empty enables no real cloud.
+	CloudConfig string `json:"cloudConfig"`
+	// EnableMockCloud registers the simulated cloud (local stack, tests).
+	EnableMockCloud bool `json:"enableMockCloud"`
+	// MockNamespace holds the simulated cloud's state.
+	MockNamespace string `json:"mockNamespace"`
 }
 
 // DefaultEndpoints are the endpoints of a VMCluster managed by the
@@ -206,6 +222,11 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Flux.UpgradeRetries, "flux-upgrade-retries", c.Flux.UpgradeRetries, "Upgrade retries (a failed upgrade is rolled back before the next attempt); -1 is unlimited.")
 	fs.BoolVar(&c.Flux.DisableWait, "flux-disable-wait", c.Flux.DisableWait, "Do not wait for workloads to become ready after install and upgrade.")
 	fs.IntVar(&c.Flux.MaxHistory, "flux-max-history", c.Flux.MaxHistory, "Helm release revisions kept.")
+
+	fs.StringVar(&c.Upgrades.Namespace, "upgrade-namespace", c.Upgrades.Namespace, "Namespace of the ClusterUpgradeOperation objects.")
+	fs.StringVar(&c.Upgrades.CloudConfig, "cloud-config", c.Upgrades.CloudConfig, "Cloud providers' configuration file (see docs/providers); empty enables no real cloud.")
+	fs.BoolVar(&c.Upgrades.EnableMockCloud, "enable-mock-cloud", c.Upgrades.EnableMockCloud, "Register the simulated cloud (cloudProvider mock), for the local stack and tests.")
+	fs.StringVar(&c.Upgrades.MockNamespace, "mock-namespace", c.Upgrades.MockNamespace, "Namespace of the simulated cloud's state.")
 }
 
 // NewFlagSet returns a FlagSet bound to c.

@@ -4,24 +4,29 @@
 package manager
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/internal/controller/backup"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/upgrade"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/providers"
 )
 
 // Options are the operator's settings, bound to flags by BindFlags.
@@ -34,6 +39,9 @@ type Options struct {
 	QPS                  float32
 	Burst                int
 	Upgrade              upgrade.Options
+	Backup               backup.Options
+	CloudConfig          string
+	EnableMockCloud      bool
 	MockNamespace        string
 	MockOperationTime    time.Duration
 	GracefulShutdownTime time.Duration
@@ -55,6 +63,7 @@ func DefaultOptions() Options {
 		QPS:                  50,
 		Burst:                100,
 		Upgrade:              upgrade.DefaultOptions(),
+		Backup:               backup.DefaultOptions(),
 		MockNamespace:        mock.DefaultNamespace,
 		MockOperationTime:    5 * time.Second,
 		GracefulShutdownTime: 30 * time.Second,
@@ -76,6 +85,16 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Upgrade.NodesReadyTimeout, "nodes-ready-timeout", o.Upgrade.NodesReadyTimeout, "How long a new node group's Nodes may take to become Ready.")
 	fs.DurationVar(&o.Upgrade.RolloutTimeout, "vmstorage-rollout-timeout", o.Upgrade.RolloutTimeout, "How long the VMStorage rollout may take.")
 	fs.DurationVar(&o.Upgrade.DrainTimeout, "drain-timeout", o.Upgrade.DrainTimeout, "How long draining an old node group may take before the operation fails.")
+	fs.IntVar(&o.Backup.MaxConcurrentReconciles, "backup-concurrent", o.Backup.MaxConcurrentReconciles, "Number of ClusterBackups reconciled at once.")
+	fs.DurationVar(&o.Backup.PollInterval, "backup-poll-interval", o.Backup.PollInterval, "How often a running vmbackup upload, or a VMCluster that is not ready, is checked.")
+	fs.DurationVar(&o.Backup.StartTimeout, "backup-start-timeout", o.Backup.StartTimeout, "How long a ClusterBackup waits for its VMCluster to be operational before it fails.")
+	fs.DurationVar(&o.Backup.SnapshotTimeout, "backup-snapshot-timeout", o.Backup.SnapshotTimeout, "How long an unreachable vmstorage is retried for a snapshot before the replica fails.")
+	fs.StringVar(&o.Backup.Job.Image, "vmbackup-image", o.Backup.Job.Image, "Image of the vmbackup Jobs.")
+	fs.StringVar(&o.Backup.Job.ServiceAccountName, "vmbackup-service-account", o.Backup.Job.ServiceAccountName, "Service account of the vmbackup Jobs, e.g. one bound to a cloud identity (default: the namespace's default).")
+	fs.Int32Var(&o.Backup.Job.BackoffLimit, "vmbackup-backoff-limit", o.Backup.Job.BackoffLimit, "Retries of a failed vmbackup Job (a retry resumes the upload).")
+	fs.DurationVar(&o.Backup.Job.ActiveDeadline, "vmbackup-active-deadline", o.Backup.Job.ActiveDeadline, "Longest run time of a vmbackup Job (0: unbounded).")
+	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig, "Cloud providers' configuration file (see docs/providers); empty enables no real cloud.")
+	fs.BoolVar(&o.EnableMockCloud, "enable-mock-cloud", o.EnableMockCloud, "Register the simulated cloud (cloudProvider mock), for the local stack and tests.")
 	fs.StringVar(&o.MockNamespace, "mock-namespace", o.MockNamespace, "Namespace of the simulated cloud's state (cloudProvider mock).")
 	fs.DurationVar(&o.MockOperationTime, "mock-operation-duration", o.MockOperationTime, "Simulated duration of every mock cloud operation.")
 	fs.StringVar(&o.WatchNamespace, "watch-namespace", o.WatchNamespace, "Only reconcile objects in this namespace (default: all namespaces).")
@@ -91,7 +110,8 @@ func Scheme() *runtime.Scheme {
 }
 
 // New builds the manager with every reconciler registered. registry may
-// be nil: then the mock provider is registered from the options.
+// be nil: then it is built from the options (the cloud configuration file
+// and, when enabled, the simulated cloud).
 func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
@@ -122,7 +142,25 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 		return nil, err
 	}
 	if registry == nil {
-		registry = cloud.NewRegistry(&mock.Provider{Client: mgr.GetClient(), Namespace: o.MockNamespace, OperationDuration: o.MockOperationTime})
+		pc := &providers.Config{}
+		if o.CloudConfig != "" {
+			if pc, err = providers.Load(o.CloudConfig); err != nil {
+				return nil, fmt.Errorf("cloud configuration: %w", err)
+			}
+		}
+		var extra []cloud.Provider
+		if o.EnableMockCloud {
+			// The mock cloud writes its state directly (not through the
+			// cache), as a cloud API would answer.
+			direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+			if err != nil {
+				return nil, err
+			}
+			extra = append(extra, &mock.Provider{Client: direct, Namespace: o.MockNamespace, OperationDuration: o.MockOperationTime})
+		}
+		if registry, err = providers.Build(context.Background(), pc, providers.Options{Extra: extra}); err != nil {
+			return nil, fmt.Errorf("cloud providers: %w", err)
+		}
 	}
 	if err := (&upgrade.Reconciler{
 		Client:    mgr.GetClient(),
@@ -132,6 +170,24 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 		Options:   o.Upgrade,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ClusterUpgradeOperation controller: %w", err)
+	}
+	bo := o.Backup
+	if bo.Runner == nil {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("building the clientset for pod logs: %w", err)
+		}
+		bo.Runner = &backup.JobRunner{
+			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Logs: backup.PodLogReader(cs), Options: bo.Job,
+		}
+	}
+	if err := (&backup.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("ops-operator"),
+		Options:   bo,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the ClusterBackup controller: %w", err)
 	}
 	return mgr, nil
 }

@@ -135,3 +135,19 @@ type Provider interface {
 	// the Start calls, by the id it returned.
 	PollOperation(ctx context.Context, c ClusterRef, opID string) (*OperationStatus, error)
 }
+
+// NodeGroupSelector is implemented by providers whose Nodes carry the node
+// group's id rather than its name (ACK labels alibabacloud.com/nodepool-id):
+// it returns the label selector of a group's Nodes. Without it, the
+// selector is {NodeGroupLabel(): group}.
+type NodeGroupSelector interface {
+	NodeSelector(ctx context.Context, c ClusterRef, group string) (map[string]string, error)
+}
+
+// NodeSelectorFor returns the label selector of a node group's Nodes.
+func NodeSelectorFor(ctx context.Context, p Provider, c ClusterRef, group string) (map[string]string, error) {
+	if s, ok := p.(NodeGroupSelector); ok {
+		return s.NodeSelector(ctx, c, group)
+	}
+	return map[string]string{p.NodeGroupLabel(): group}, nil
+}

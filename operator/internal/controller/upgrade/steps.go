@@ -210,9 +210,15 @@ func (r *Reconciler) runStep(ctx context.Context, s *scope, step *opsv1.UpgradeS
 			return s.provider.StartCreateNodeGroup(ctx, s.ref, clone, tok)
 		})
 	case opsv1.ActionDeleteNodeGroup:
-		return r.startCloud(s, step, func(tok string) (string, error) {
-			return s.provider.StartDeleteNodeGroup(ctx, s.ref, step.Target, tok)
-		})
+		id, err := s.provider.StartDeleteNodeGroup(ctx, s.ref, step.Target, token(s.op, step.ID))
+		if cloud.IsNotFound(err) {
+			// Already gone: deleted by an earlier attempt whose answer was
+			// lost (a crash), or by someone else. Either way, done.
+			r.startStep(s.op, step)
+			r.succeedStep(s.op, step, "Node group "+step.Target+" is already deleted")
+			return nil
+		}
+		return r.startCloud(s, step, func(string) (string, error) { return id, err })
 	case opsv1.ActionWaitNodesReady:
 		return r.waitNodesReady(ctx, s, step)
 	case opsv1.ActionRolloutVMStorage:
@@ -221,7 +227,23 @@ func (r *Reconciler) runStep(ctx context.Context, s *scope, step *opsv1.UpgradeS
 		r.startStep(s.op, step)
 		nodes, err := r.groupNodes(ctx, s, step.Target)
 		if err != nil {
-			return err
+			return r.handleError(s, step, err)
+		}
+		if len(nodes) == 0 {
+			// Draining nothing and then deleting the group would take its
+			// pods down with it: a group the cloud still sizes above zero
+			// must show its Nodes.
+			groups, err := s.provider.ListNodeGroups(ctx, s.ref)
+			if err != nil {
+				return r.handleError(s, step, err)
+			}
+			for _, g := range groups {
+				if g.Name == step.Target && g.DesiredSize > 0 {
+					r.failStep(s.op, step, fmt.Sprintf("Node group %s has %d nodes in the cloud but none is found in Kubernetes; refusing to delete it undrained", g.Name, g.DesiredSize))
+					r.fail(s.op, step.Message)
+					return nil
+				}
+			}
 		}
 		if err := drain.Cordon(ctx, r.Client, nodes); err != nil {
 			return err
@@ -249,14 +271,28 @@ func (r *Reconciler) startCloud(s *scope, step *opsv1.UpgradeStep, start func(to
 	return nil
 }
 
-// groupNodes lists the Nodes of a node group by the provider's label.
-func (r *Reconciler) groupNodes(ctx context.Context, s *scope, group string) ([]string, error) {
+// groupNodeList lists the Nodes of a node group by the provider's
+// selector (a label naming the group, or ACK's node-pool id).
+func (r *Reconciler) groupNodeList(ctx context.Context, s *scope, group string) ([]corev1.Node, error) {
+	sel, err := cloud.NodeSelectorFor(ctx, s.provider, s.ref, group)
+	if err != nil {
+		return nil, err
+	}
 	list := &corev1.NodeList{}
-	if err := r.APIReader.List(ctx, list, ctrl.MatchingLabels{s.provider.NodeGroupLabel(): group}); err != nil {
+	if err := r.APIReader.List(ctx, list, ctrl.MatchingLabels(sel)); err != nil {
 		return nil, fmt.Errorf("listing nodes of node group %s: %w", group, err)
 	}
-	names := make([]string, 0, len(list.Items))
-	for _, n := range list.Items {
+	return list.Items, nil
+}
+
+// groupNodes returns the names of a node group's Nodes.
+func (r *Reconciler) groupNodes(ctx context.Context, s *scope, group string) ([]string, error) {
+	nodes, err := r.groupNodeList(ctx, s, group)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(nodes))
+	for _, n := range nodes {
 		names = append(names, n.Name)
 	}
 	return names, nil
@@ -274,19 +310,19 @@ func (r *Reconciler) waitNodesReady(ctx context.Context, s *scope, step *opsv1.U
 			want = g.DesiredSize
 		}
 	}
-	list := &corev1.NodeList{}
-	if err := r.APIReader.List(ctx, list, ctrl.MatchingLabels{s.provider.NodeGroupLabel(): step.Target}); err != nil {
-		return err
+	nodes, err := r.groupNodeList(ctx, s, step.Target)
+	if err != nil {
+		return r.handleError(s, step, err)
 	}
 	ready := int32(0)
-	for _, n := range list.Items {
+	for _, n := range nodes {
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
 				ready++
 			}
 		}
 	}
-	if want >= 0 && ready >= want && int32(len(list.Items)) >= want {
+	if want >= 0 && ready >= want && int32(len(nodes)) >= want {
 		r.succeedStep(s.op, step, fmt.Sprintf("%d/%d nodes of node group %s are Ready", ready, want, step.Target))
 		return nil
 	}
@@ -332,8 +368,16 @@ func (r *Reconciler) rolloutVMStorage(ctx context.Context, s *scope, step *opsv1
 	// between the patch and the status write, the repeated patch changes
 	// nothing, yet the pods must still move.
 	requirePlacement := changed || !emptyObject(ng.VMClusterHelmValues)
+	sel, err := cloud.NodeSelectorFor(ctx, s.provider, s.ref, ng.NewNodeGroupName)
+	if err != nil {
+		return r.handleError(s, step, err)
+	}
+	label, value := s.provider.NodeGroupLabel(), ng.NewNodeGroupName
+	for k, v := range sel { // one label names a group's Nodes
+		label, value = k, v
+	}
 	ro, err := vmstorage.RolloutStatus(ctx, r.APIReader, key, gen, types.NamespacedName{Namespace: stsNS, Name: stsName},
-		s.provider.NodeGroupLabel(), ng.NewNodeGroupName, requirePlacement)
+		label, value, requirePlacement)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,176 @@
+// Package stories is the e2e suite: it starts the same local stack as
+// `make dev` (control plane, kcm, scheduler, kwok, Flux, the
+// VictoriaMetrics operator, the simulated cloud, ops-operator and
+// ops-apiserver) and runs the user stories only through the REST API and
+// kubectl.
+package stories
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/operator/testenv"
+)
+
+var st *stack.Stack
+
+func TestMain(m *testing.M) {
+	// The suite runs the binaries a user runs: build them fresh into bin/.
+	if err := buildBinaries(); err != nil {
+		fmt.Fprintln(os.Stderr, "building ops-apiserver and ops-operator:", err)
+		os.Exit(1)
+	}
+	state, err := os.MkdirTemp("", "ops-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	port, err := testenv.FreePort()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	st, err = stack.Start(ctx, stack.Options{
+		StateDir: state, Out: os.Stderr, WithOperator: true, APIAddress: fmt.Sprintf("127.0.0.1:%d", port),
+	})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the stack:", err)
+		if st != nil {
+			dumpLogs()
+			st.Stop()
+		}
+		os.Exit(1)
+	}
+	code := m.Run()
+	if code != 0 {
+		dump()
+	}
+	st.Stop()
+	_ = os.RemoveAll(state)
+	os.Exit(code)
+}
+
+func buildBinaries() error {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	bin, err := testenv.BinDir()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "./apiserver/cmd/ops-apiserver", "./operator/cmd/ops-operator")
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
+}
+
+// dump prints what a failure needs to be explained: the ops objects,
+// VMClusters, workloads, nodes, Events and the component logs.
+func dump() {
+	for _, args := range [][]string{
+		{"get", "clusterupgradeoperations,clusterbackups,helmreleases,helmrepositories,vmclusters", "-A", "-o", "wide"},
+		{"get", "statefulsets,deployments,pods", "-A", "-o", "wide"},
+		{"get", "nodes", "-L", stack.NodeGroupLabel},
+		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
+		{"get", "clusterupgradeoperations", "-A", "-o", "yaml"},
+	} {
+		out, _ := kubectl(args...)
+		fmt.Fprintf(os.Stderr, "----- kubectl %s\n%s\n", strings.Join(args, " "), out)
+	}
+	dumpLogs()
+}
+
+func dumpLogs() {
+	for _, p := range st.Processes() {
+		fmt.Fprintf(os.Stderr, "----- %s (%s)\n%s\n", p.Name, p.LogPath, p.Log(6000))
+	}
+}
+
+func kubectl(args ...string) (string, error) {
+	bin, err := testenv.Binary("kubectl")
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+st.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// kubectlApply applies a manifest given on standard input.
+func kubectlApply(manifest string) (string, error) {
+	bin, err := testenv.Binary("kubectl")
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(bin, "apply", "-f", "-")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+st.Kubeconfig)
+	cmd.Stdin = strings.NewReader(manifest)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// call sends one REST request to ops-apiserver.
+func call(t *testing.T, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, st.APIURL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := map[string]any{}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, raw)
+		}
+	}
+	return resp.StatusCode, out
+}
+
+// field reads a nested field of a JSON object by dotted path.
+func field(m map[string]any, path string) any {
+	var cur any = m
+	for _, k := range strings.Split(path, ".") {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = mm[k]
+	}
+	return cur
+}
+
+func repoRoot(t *testing.T) string {
+	root, err := testenv.RepoRoot()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return root
+}

@@ -1,0 +1,286 @@
+package stories
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
+)
+
+const (
+	vmclusters = "/api/v1/observability-ops/vmclusters"
+	upgrades   = "/ops/api/v1/upgradeOperations"
+	obs        = "observability"
+)
+
+func waitVMCluster(t *testing.T, name, status string, timeout time.Duration) map[string]any {
+	t.Helper()
+	var last map[string]any
+	NewWithT(t).Eventually(func(g Gomega) {
+		code, body := call(t, http.MethodGet, vmclusters+"/"+name, nil)
+		last = body
+		g.Expect(code).To(Equal(http.StatusOK), "%v", body)
+		g.Expect(body["status"]).To(Equal(status), "%v", body)
+	}, timeout, time.Second).Should(Succeed())
+	return last
+}
+
+func waitUpgrade(t *testing.T, id, phase string, timeout time.Duration) map[string]any {
+	t.Helper()
+	var last map[string]any
+	NewWithT(t).Eventually(func(g Gomega) {
+		code, body := call(t, http.MethodGet, upgrades+"/"+id, nil)
+		last = body
+		g.Expect(code).To(Equal(http.StatusOK))
+		g.Expect(body["phase"]).To(Equal(phase), "currentStep=%v message=%v", body["currentStep"], body["message"])
+	}, timeout, 500*time.Millisecond).Should(Succeed())
+	return last
+}
+
+func stsReady(g Gomega, name string, replicas int32) {
+	sts := &appsv1.StatefulSet{}
+	g.Expect(st.Env.Client.Get(context.Background(), client.ObjectKey{Namespace: obs, Name: name}, sts)).To(Succeed())
+	g.Expect(sts.Status.ReadyReplicas).To(Equal(replicas))
+	g.Expect(*sts.Spec.Replicas).To(Equal(replicas))
+}
+
+// TestStories runs the user stories in order; later stories build on the
+// cluster earlier ones left (as a user's session would).
+func TestStories(t *testing.T) {
+	t.Run("1 deploy, change and delete a vmcluster", storyVMClusterLifecycle)
+	t.Run("2 upgrade with a blue-green vmstorage move, operator killed midway", storyUpgrade)
+	t.Run("3 pause and resume; cancel", storyPauseCancel)
+	t.Run("5 ops-apiserver killed: nothing accepted is lost", storyAPIServerRestart)
+	t.Run("6 GitOps: kubectl apply gives the same result; invalid YAML is rejected", storyGitOps)
+}
+
+func storyVMClusterLifecycle(t *testing.T) {
+	g := NewWithT(t)
+	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+		"name":   "demo",
+		"values": map[string]any{"vmstorage": map[string]any{"replicaCount": 1}, "vmselect": map[string]any{"replicaCount": 1}},
+	})
+	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
+	g.Expect(body["status"]).To(Equal("CREATING"))
+	g.Expect(body["name"]).To(Equal("vmclusters/demo"))
+	waitVMCluster(t, "demo", "RUNNING", 3*time.Minute)
+	g.Eventually(func(g Gomega) { stsReady(g, "vmselect-demo", 1) }, 2*time.Minute, time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-demo", 1) }, 2*time.Minute, time.Second).Should(Succeed())
+
+	code, body = call(t, http.MethodPut, vmclusters+"/demo", map[string]any{
+		"values": map[string]any{"vmstorage": map[string]any{"replicaCount": 1}, "vmselect": map[string]any{"replicaCount": 2}},
+	})
+	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
+	g.Expect(body["status"]).To(Equal("UPDATING"))
+	g.Eventually(func(g Gomega) { stsReady(g, "vmselect-demo", 2) }, 3*time.Minute, time.Second).Should(Succeed())
+	running := waitVMCluster(t, "demo", "RUNNING", 3*time.Minute)
+	g.Expect(field(running, "values.vmselect.replicaCount")).To(BeEquivalentTo(2))
+
+	code, body = call(t, http.MethodDelete, vmclusters+"/demo", nil)
+	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
+	g.Eventually(func(g Gomega) {
+		code, _ := call(t, http.MethodGet, vmclusters+"/demo", nil)
+		g.Expect(code).To(Equal(http.StatusNotFound))
+		err := st.Env.Client.Get(context.Background(), client.ObjectKey{Namespace: obs, Name: "vmselect-demo"}, &appsv1.StatefulSet{})
+		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+		g.Expect(err).To(HaveOccurred(), "the release's workloads are gone")
+	}, 3*time.Minute, time.Second).Should(Succeed())
+}
+
+func storyUpgrade(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	// The vmcluster the upgrade path assumes: VMCluster observability/vmcluster.
+	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+		"name": "vmcluster",
+		"values": map[string]any{"vmstorage": map[string]any{
+			"replicaCount": 3, "nodeSelector": map[string]any{"node-role.observability/vmstorage": "true"},
+		}},
+	})
+	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
+	waitVMCluster(t, "vmcluster", "RUNNING", 3*time.Minute)
+	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-vmcluster", 3) }, 3*time.Minute, time.Second).Should(Succeed())
+
+	code, body = call(t, http.MethodGet, "/ops/api/v1/nodeGroups?k8sClusterName=dev-cluster&region=local&cloudProvider=mock", nil)
+	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
+	g.Expect(fmt.Sprint(body["nodeGroups"])).To(ContainSubstring("vmstorage"))
+
+	req := map[string]any{
+		"k8sClusterName": "dev-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.30",
+		"clusterAddons": []any{map[string]any{"name": "vpc-cni", "version": "v1.18.5-eksbuild.1", "resolveConflicts": "PRESERVE"}},
+		"nodeGroupUpgrades": []any{
+			map[string]any{"nodeGroupName": "observability-ng", "strategy": "in-place"},
+			map[string]any{"nodeGroupName": "vmstorage", "strategy": "blue-green", "requiresVMStorageRollout": true, "newNodeGroupName": "vmstorage-130",
+				"vmClusterHelmValues": map[string]any{"vmstorage": map[string]any{"nodeSelector": map[string]any{stack.NodeGroupLabel: "vmstorage-130"}}}},
+		},
+	}
+	code, body = call(t, http.MethodPost, upgrades, req)
+	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
+	id := body["id"].(string)
+
+	// Kill ops-operator while the new node group is being created, then
+	// start it again.
+	g.Eventually(func(g Gomega) {
+		_, body := call(t, http.MethodGet, upgrades+"/"+id, nil)
+		g.Expect(body["currentStep"]).To(Equal("nodegroup/vmstorage/CreateNodeGroup"))
+	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+	st.StopOperator()
+	time.Sleep(2 * time.Second) // the simulated cloud keeps working meanwhile
+	g.Expect(st.StartOperator(ctx)).To(Succeed())
+
+	done := waitUpgrade(t, id, "Succeeded", 5*time.Minute)
+	for _, s := range done["steps"].([]any) {
+		g.Expect(field(s.(map[string]any), "phase")).To(Equal("Succeeded"), "%v", s)
+	}
+	// vmstorage now runs on the new group; the old group and its Nodes are gone.
+	pods := &corev1.PodList{}
+	g.Expect(st.Env.Client.List(ctx, pods, client.InNamespace(obs), client.MatchingLabels{"app.kubernetes.io/name": "vmstorage"})).To(Succeed())
+	g.Expect(pods.Items).To(HaveLen(3))
+	for _, p := range pods.Items {
+		node := &corev1.Node{}
+		g.Expect(st.Env.Client.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node)).To(Succeed())
+		g.Expect(node.Labels[stack.NodeGroupLabel]).To(Equal("vmstorage-130"), "pod %s", p.Name)
+	}
+	nodes := &corev1.NodeList{}
+	g.Expect(st.Env.Client.List(ctx, nodes, client.MatchingLabels{stack.NodeGroupLabel: "vmstorage"})).To(Succeed())
+	g.Expect(nodes.Items).To(BeEmpty())
+	state, err := (&mock.Provider{Client: st.Env.Client}).State(ctx, stack.DevCluster)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(state.Version).To(Equal("1.30"))
+	g.Expect(state.NodeGroups).NotTo(HaveKey("vmstorage"))
+	g.Expect(state.Addons["vpc-cni"].Version).To(Equal("v1.18.5-eksbuild.1"))
+	// The operator restart repeated no cloud operation.
+	count := map[string]int{}
+	for _, op := range state.Operations {
+		count[op.Kind+" "+op.Target]++
+	}
+	for k, n := range count {
+		g.Expect(n).To(Equal(1), k)
+	}
+}
+
+func storyPauseCancel(t *testing.T) {
+	g := NewWithT(t)
+	code, body := call(t, http.MethodPost, upgrades, map[string]any{
+		"k8sClusterName": "dev-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.31",
+		"nodeGroupUpgrades": []any{map[string]any{"nodeGroupName": "observability-ng", "strategy": "in-place"}},
+	})
+	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
+	id := body["id"].(string)
+	g.Eventually(func(g Gomega) {
+		_, body := call(t, http.MethodGet, upgrades+"/"+id, nil)
+		steps, _ := body["steps"].([]any)
+		g.Expect(steps).NotTo(BeEmpty())
+		g.Expect(field(steps[0].(map[string]any), "operationId")).NotTo(BeNil())
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	code, body = call(t, http.MethodPut, upgrades+"/"+id+"/pause", nil)
+	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
+	paused := waitUpgrade(t, id, "Paused", time.Minute)
+	steps := paused["steps"].([]any)
+	g.Expect(field(steps[0].(map[string]any), "phase")).To(Equal("Succeeded"), "the in-flight control plane upgrade finished")
+	g.Expect(field(steps[1].(map[string]any), "phase")).To(Equal("Pending"), "no next step while paused")
+	code, _ = call(t, http.MethodPut, upgrades+"/"+id+"/pause", nil)
+	g.Expect(code).To(Equal(http.StatusConflict))
+	code, body = call(t, http.MethodPut, upgrades+"/"+id+"/resume", nil)
+	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
+	waitUpgrade(t, id, "Succeeded", 2*time.Minute)
+
+	code, body = call(t, http.MethodPost, upgrades, map[string]any{
+		"k8sClusterName": "dev-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.32",
+		"nodeGroupUpgrades": []any{map[string]any{"nodeGroupName": "observability-ng", "strategy": "in-place"}},
+	})
+	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
+	id = body["id"].(string)
+	g.Eventually(func(g Gomega) {
+		_, body := call(t, http.MethodGet, upgrades+"/"+id, nil)
+		g.Expect(body["phase"]).To(Equal("Running"))
+	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	code, body = call(t, http.MethodDelete, upgrades+"/"+id, nil)
+	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
+	g.Expect(body["result"]).To(Equal("Cancelling"))
+	cancelled := waitUpgrade(t, id, "Cancelled", 2*time.Minute)
+	last := cancelled["steps"].([]any)[1].(map[string]any)
+	g.Expect(last["phase"]).To(Equal("Skipped"))
+}
+
+func storyAPIServerRestart(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	code, body := call(t, http.MethodPost, upgrades, map[string]any{
+		"k8sClusterName": "dev-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.32",
+		"schedule": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+	})
+	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
+	id := body["id"].(string)
+	addr := strings.TrimPrefix(st.APIURL, "http://")
+	st.StopAPIServer()
+	g.Expect(st.StartAPIServer(ctx, addr)).To(Succeed())
+	code, body = call(t, http.MethodGet, upgrades+"/"+id, nil)
+	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
+	g.Expect(body["phase"]).To(Equal("Scheduled"))
+	code, _ = call(t, http.MethodDelete, upgrades+"/"+id, nil)
+	g.Expect(code).To(Equal(http.StatusOK))
+}
+
+func storyGitOps(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ref := cloud.ClusterRef{Provider: cloud.Mock, Name: "gitops-cluster", Region: "local"}
+	g.Expect((&mock.Provider{Client: st.Env.Client}).Seed(ctx, ref, mock.ClusterState{
+		Version:    "1.29",
+		NodeGroups: map[string]*mock.NodeGroupState{"gitops-ng": {Size: 1, InstanceTypes: []string{"m5.large"}}},
+	})).To(Succeed())
+	out, err := kubectlApply(`apiVersion: ops.observability.tidbcloud.com/v1alpha1
+kind: ClusterUpgradeOperation
+metadata:
+  name: gitops-upgrade
+  namespace: observability
+spec:
+  k8sClusterName: gitops-cluster
+  region: local
+  cloudProvider: mock
+  targetVersion: "1.30"
+  nodeGroupUpgrades:
+  - nodeGroupName: gitops-ng
+    strategy: in-place
+`)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	// The REST API sees it like any other operation.
+	done := waitUpgrade(t, "gitops-upgrade", "Succeeded", 2*time.Minute)
+	g.Expect(done["steps"]).To(HaveLen(2))
+	state, err := (&mock.Provider{Client: st.Env.Client}).State(ctx, ref)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(state.NodeGroups["gitops-ng"].Version).To(Equal("1.30"))
+
+	out, err = kubectlApply(`apiVersion: ops.observability.tidbcloud.com/v1alpha1
+kind: ClusterUpgradeOperation
+metadata:
+  name: gitops-invalid
+  namespace: observability
+spec:
+  k8sClusterName: gitops-cluster
+  region: local
+  cloudProvider: mock
+  targetVersion: "1.31"
+  nodeGroupUpgrades:
+  - nodeGroupName: gitops-ng
+    strategy: blue-green
+    requiresVMStorageRollout: true
+`)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("newNodeGroupName"))
+	g.Expect(out).To(ContainSubstring("vmClusterHelmValues"))
+	code, _ := call(t, http.MethodGet, upgrades+"/gitops-invalid", nil)
+	g.Expect(code).To(Equal(http.StatusNotFound))
+}

@@ -1,0 +1,361 @@
+package ack_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	cs "github.com/alibabacloud-go/cs-20151215/v7/client"
+	"github.com/alibabacloud-go/tea/tea"
+	"github.com/aliyun/credentials-go/credentials"
+	. "github.com/onsi/gomega"
+
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/ack"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/ack/acktest"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/conformance"
+)
+
+const (
+	fakeKeyID  = "LTAIfakefakefakefake"
+	fakeSecret = "fake-secret-for-tests"
+)
+
+var fixture = conformance.Fixture{
+	FromVersion: "1.29.3-aliyun.1", TargetVersion: "1.30.1-aliyun.1",
+	GroupA: "pool-a", GroupB: "pool-b", NewGroup: "vmstorage-130",
+	Addon: "coredns", AddonFrom: "v1.9.3.10-7dfca203-aliyun", AddonTo: "v1.11.3.2-f57ea7ed6-aliyun",
+}
+
+var ref = cloud.ClusterRef{Provider: cloud.ACK, Name: "prod", Region: "cn-hangzhou", ClusterID: "c0123456789abcdef0123456789abcdef"}
+
+func seed(srv *acktest.Server) {
+	srv.AddCluster(acktest.Cluster{
+		ID: ref.ClusterID, Name: ref.Name, Region: ref.Region, Version: fixture.FromVersion,
+		NodePools: []acktest.NodePool{
+			{ID: "np0aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", Name: fixture.GroupA, DesiredSize: 2, InstanceTypes: []string{"ecs.g7.xlarge"},
+				VSwitchIDs: []string{"vsw-1"}, Labels: map[string]string{"role": "a"}},
+			{ID: "np0bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", Name: fixture.GroupB, DesiredSize: 2, InstanceTypes: []string{"ecs.r7.2xlarge", "ecs.r6.2xlarge"},
+				VSwitchIDs: []string{"vsw-2", "vsw-3"}, Labels: map[string]string{"role": "b", "app": "vmstorage"},
+				Taints: []acktest.Taint{{Key: "dedicated", Value: "vmstorage", Effect: "NoSchedule"}}, SystemDiskSize: 200,
+				KeyPair: "ops", SecurityGroupIDs: []string{"sg-1"}},
+		},
+		Addons: []acktest.Addon{
+			{Name: fixture.Addon, Version: fixture.AddonFrom, Latest: fixture.AddonTo},
+			{Name: "metrics-server", Version: "v0.3.9.4-ff225cd-aliyun", Latest: "v0.3.9.4-ff225cd-aliyun"},
+		},
+	})
+}
+
+func newProvider(t *testing.T, srv *acktest.Server) *ack.Provider {
+	t.Helper()
+	cred, err := credentials.NewCredential(&credentials.Config{Type: tea.String("access_key"), AccessKeyId: tea.String(fakeKeyID), AccessKeySecret: tea.String(fakeSecret)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ack.New(ack.Options{Region: "cn-beijing", Endpoint: srv.URL, Credential: cred, PollInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// actions maps the suite's call kinds to the ACK action that does the work.
+var actions = map[string]string{
+	conformance.DescribeCluster:          acktest.DescribeClusterDetail,
+	conformance.StartControlPlaneUpgrade: acktest.UpgradeCluster,
+	conformance.ListNodeGroups:           acktest.DescribeClusterNodePools,
+	conformance.StartNodeGroupUpgrade:    acktest.UpgradeClusterNodepool,
+	conformance.StartCreateNodeGroup:     acktest.CreateClusterNodePool,
+	conformance.StartDeleteNodeGroup:     acktest.DeleteClusterNodepool,
+	conformance.ListAddons:               acktest.ListClusterAddonInstances,
+	conformance.StartAddonUpdate:         acktest.UpgradeClusterAddons,
+	conformance.PollOperation:            acktest.DescribeTaskInfo,
+}
+
+func TestConformance(t *testing.T) {
+	var srv *acktest.Server
+	conformance.Run(t, conformance.Harness{
+		Fixture: fixture,
+		New: func(t *testing.T) (cloud.Provider, cloud.ClusterRef) {
+			srv = acktest.New(t)
+			seed(srv)
+			return newProvider(t, srv), ref
+		},
+		Fresh: func(t *testing.T) cloud.Provider { return newProvider(t, srv) },
+		Inject: func(kind string, n int, permanent bool) {
+			f := acktest.Throttle
+			if permanent {
+				f = acktest.Permanent
+			}
+			srv.Inject(actions[kind], n, f)
+		},
+		PollLimit: 20,
+	})
+}
+
+func start(t *testing.T) (*acktest.Server, *ack.Provider) {
+	srv := acktest.New(t)
+	seed(srv)
+	return srv, newProvider(t, srv)
+}
+
+func waitDone(t *testing.T, p cloud.Provider, id string) *cloud.OperationStatus {
+	t.Helper()
+	for i := 0; i < 20; i++ {
+		st, err := p.PollOperation(context.Background(), ref, id)
+		if err != nil {
+			t.Fatalf("poll %s: %v", id, err)
+		}
+		if st.State != cloud.OperationRunning {
+			return st
+		}
+	}
+	t.Fatalf("task %s still running", id)
+	return nil
+}
+
+func TestControlPlaneUpgradeIsMasterOnly(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	srv, p := start(t)
+	id, err := p.StartControlPlaneUpgrade(ctx, ref, fixture.TargetVersion, "tok")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(waitDone(t, p, id).State).To(Equal(cloud.OperationSucceeded))
+	c, err := p.DescribeCluster(ctx, ref)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.Version).To(Equal(fixture.TargetVersion))
+	groups, err := p.ListNodeGroups(ctx, ref)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, x := range groups {
+		g.Expect(x.Version).To(Equal(fixture.FromVersion), "node pool %s must not move with the control plane", x.Name)
+	}
+	g.Expect(srv.Calls(acktest.UpgradeCluster)).To(Equal(1))
+}
+
+func TestErrorClassification(t *testing.T) {
+	cases := []struct {
+		name       string
+		fault      acktest.Fault
+		timeLeftMS int
+		wantKind   cloud.ErrorKind
+		wantStatus int
+		wantAfter  time.Duration
+	}{
+		{name: "throttled with TimeLeft", fault: acktest.Throttle, timeLeftMS: 1500, wantKind: cloud.Retryable, wantStatus: 429, wantAfter: 1500 * time.Millisecond},
+		{name: "throttled", fault: acktest.Throttle, wantKind: cloud.Retryable, wantStatus: 429},
+		{name: "unavailable", fault: acktest.ServerError, wantKind: cloud.Retryable, wantStatus: 503},
+		{name: "invalid parameter", fault: acktest.Permanent, wantKind: cloud.Permanent, wantStatus: 400},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			srv, p := start(t)
+			srv.ThrottleTimeLeftMS = tc.timeLeftMS
+			srv.Inject(acktest.DescribeClusterDetail, 1, tc.fault)
+			_, err := p.DescribeCluster(context.Background(), ref)
+			var ce *cloud.Error
+			g.Expect(errors.As(err, &ce)).To(BeTrue(), "%v", err)
+			g.Expect(ce.Kind).To(Equal(tc.wantKind))
+			g.Expect(ce.StatusCode).To(Equal(tc.wantStatus))
+			g.Expect(ce.RetryAfter).To(Equal(tc.wantAfter))
+			g.Expect(ce.Error()).NotTo(ContainSubstring(fakeKeyID))
+			g.Expect(ce.Error()).NotTo(ContainSubstring("request id"))
+		})
+	}
+}
+
+func TestRequests(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name     string
+		call     func(p *ack.Provider) error
+		wantKind cloud.ErrorKind
+		wantMsg  string
+	}{
+		{name: "missing cluster", wantKind: cloud.NotFound, wantMsg: "ErrorClusterNotFound", call: func(p *ack.Provider) error {
+			other := ref
+			other.ClusterID = "cdeadbeef"
+			_, err := p.DescribeCluster(ctx, other)
+			return err
+		}},
+		{name: "no cluster id", wantKind: cloud.Permanent, wantMsg: "cluster id", call: func(p *ack.Provider) error {
+			other := ref
+			other.ClusterID = ""
+			_, err := p.ListNodeGroups(ctx, other)
+			return err
+		}},
+		{name: "minor version only", wantKind: cloud.Permanent, wantMsg: "full version", call: func(p *ack.Provider) error {
+			_, err := p.StartControlPlaneUpgrade(ctx, ref, "1.30", "tok")
+			return err
+		}},
+		{name: "node pool minor version only", wantKind: cloud.Permanent, wantMsg: "full version", call: func(p *ack.Provider) error {
+			_, err := p.StartNodeGroupUpgrade(ctx, ref, fixture.GroupA, "1.30.1", "tok")
+			return err
+		}},
+		{name: "upgrade of a missing pool", wantKind: cloud.NotFound, call: func(p *ack.Provider) error {
+			_, err := p.StartNodeGroupUpgrade(ctx, ref, "nope", fixture.TargetVersion, "tok")
+			return err
+		}},
+		{name: "existing pool", wantKind: cloud.Permanent, wantMsg: "already exists", call: func(p *ack.Provider) error {
+			_, err := p.StartCreateNodeGroup(ctx, ref, cloud.NodeGroup{Name: fixture.GroupA, DesiredSize: 1}, "tok")
+			return err
+		}},
+		{name: "pool without vSwitches", wantKind: cloud.Permanent, wantMsg: "vSwitches", call: func(p *ack.Provider) error {
+			_, err := p.StartCreateNodeGroup(ctx, ref, cloud.NodeGroup{Name: "bare", DesiredSize: 1, InstanceTypes: []string{"ecs.g7.large"}}, "tok")
+			return err
+		}},
+		{name: "missing addon", wantKind: cloud.NotFound, call: func(p *ack.Provider) error {
+			_, err := p.StartAddonUpdate(ctx, ref, cloud.AddonUpdate{Name: "nope", Version: "v1"}, "tok")
+			return err
+		}},
+		{name: "addon version not offered", wantKind: cloud.Permanent, wantMsg: "ErrorAddonVersion", call: func(p *ack.Provider) error {
+			_, err := p.StartAddonUpdate(ctx, ref, cloud.AddonUpdate{Name: fixture.Addon, Version: "v9"}, "tok")
+			return err
+		}},
+		{name: "unknown task", wantKind: cloud.NotFound, call: func(p *ack.Provider) error {
+			_, err := p.PollOperation(ctx, ref, "T-nope")
+			return err
+		}},
+		{name: "malformed task id", wantKind: cloud.Permanent, call: func(p *ack.Provider) error {
+			_, err := p.PollOperation(ctx, ref, "../tasks")
+			return err
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, p := start(t)
+			err := tc.call(p)
+			g.Expect(cloud.KindOf(err)).To(Equal(tc.wantKind), "%v", err)
+			g.Expect(err.Error()).To(ContainSubstring(tc.wantMsg))
+		})
+	}
+}
+
+func TestRepeatedStartsFindTheRunningTask(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		start func(p *ack.Provider) (string, error)
+		again bool // a repeat after the task finished answers the same task
+	}{
+		{name: "control plane", again: true, start: func(p *ack.Provider) (string, error) {
+			return p.StartControlPlaneUpgrade(ctx, ref, fixture.TargetVersion, "tok")
+		}},
+		{name: "node pool upgrade", again: true, start: func(p *ack.Provider) (string, error) {
+			return p.StartNodeGroupUpgrade(ctx, ref, fixture.GroupB, fixture.TargetVersion, "tok")
+		}},
+		{name: "create", again: true, start: func(p *ack.Provider) (string, error) {
+			return p.StartCreateNodeGroup(ctx, ref, cloud.NodeGroup{Name: "extra", DesiredSize: 1, InstanceTypes: []string{"ecs.g7.large"},
+				Extra: map[string]string{ack.ExtraVSwitchIDs: "vsw-1"}}, "tok")
+		}},
+		{name: "delete", start: func(p *ack.Provider) (string, error) { return p.StartDeleteNodeGroup(ctx, ref, fixture.GroupA, "tok") }},
+		{name: "addon", again: true, start: func(p *ack.Provider) (string, error) {
+			return p.StartAddonUpdate(ctx, ref, cloud.AddonUpdate{Name: fixture.Addon, Version: fixture.AddonTo}, "tok")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			srv, p := start(t)
+			id1, err := tc.start(p)
+			g.Expect(err).NotTo(HaveOccurred())
+			id2, err := tc.start(newProvider(t, srv))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(id2).To(Equal(id1))
+			g.Expect(waitDone(t, p, id1).State).To(Equal(cloud.OperationSucceeded))
+			if tc.again {
+				id3, err := tc.start(p)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(id3).To(Equal(id1))
+			}
+		})
+	}
+}
+
+func TestCloneKeepsSettings(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	srv, p := start(t)
+	groups, err := p.ListNodeGroups(ctx, ref)
+	g.Expect(err).NotTo(HaveOccurred())
+	var old cloud.NodeGroup
+	for _, x := range groups {
+		if x.Name == fixture.GroupB {
+			old = x
+		}
+	}
+	g.Expect(old.Extra[ack.ExtraNodePoolID]).To(Equal("np0bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"))
+	clone := old
+	clone.Name, clone.Version = "vmstorage-130", fixture.TargetVersion
+	id, err := p.StartCreateNodeGroup(ctx, ref, clone, "tok")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(waitDone(t, p, id).State).To(Equal(cloud.OperationSucceeded))
+
+	was, _ := srv.NodePool(ref.ClusterID, fixture.GroupB)
+	got, ok := srv.NodePool(ref.ClusterID, clone.Name)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(*got.NodepoolInfo.NodepoolId).NotTo(Equal(*was.NodepoolInfo.NodepoolId))
+	g.Expect(got.ScalingGroup.InstanceTypes).To(Equal(was.ScalingGroup.InstanceTypes))
+	g.Expect(got.ScalingGroup.VswitchIds).To(Equal(was.ScalingGroup.VswitchIds))
+	g.Expect(got.ScalingGroup.DesiredSize).To(Equal(was.ScalingGroup.DesiredSize))
+	g.Expect(got.ScalingGroup.SystemDiskSize).To(Equal(was.ScalingGroup.SystemDiskSize))
+	g.Expect(got.ScalingGroup.KeyPair).To(Equal(was.ScalingGroup.KeyPair))
+	g.Expect(got.ScalingGroup.SecurityGroupIds).To(Equal(was.ScalingGroup.SecurityGroupIds))
+	wantLabels := append(was.KubernetesConfig.Labels, &cs.Tag{Key: tea.String(ack.NodePoolNameLabel), Value: tea.String(clone.Name)})
+	g.Expect(got.KubernetesConfig.Labels).To(ConsistOf(wantLabels))
+	g.Expect(got.KubernetesConfig.Taints).To(Equal(was.KubernetesConfig.Taints))
+	g.Expect(*got.NodeComponents[0].Version).To(Equal(fixture.TargetVersion))
+
+	sel, err := p.NodeSelector(ctx, ref, clone.Name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sel).To(Equal(map[string]string{ack.NodeGroupLabel: *got.NodepoolInfo.NodepoolId}))
+}
+
+func TestFailedTasksReportTheCloudsMessage(t *testing.T) {
+	g := NewWithT(t)
+	srv, p := start(t)
+	srv.FailOperations(1)
+	id, err := p.StartNodeGroupUpgrade(context.Background(), ref, fixture.GroupA, fixture.TargetVersion, "tok")
+	g.Expect(err).NotTo(HaveOccurred())
+	st := waitDone(t, p, id)
+	g.Expect(st.State).To(Equal(cloud.OperationFailed))
+	g.Expect(st.Message).To(ContainSubstring("simulated failure of nodepool_upgrade"))
+}
+
+func TestARunningTaskOnTheClusterIsRetryable(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	_, p := start(t)
+	_, err := p.StartControlPlaneUpgrade(ctx, ref, fixture.TargetVersion, "tok")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = p.StartNodeGroupUpgrade(ctx, ref, fixture.GroupA, fixture.TargetVersion, "tok2")
+	g.Expect(cloud.IsRetryable(err)).To(BeTrue(), "%v", err)
+}
+
+func TestUnreachableEndpointIsRetryable(t *testing.T) {
+	srv, p := start(t)
+	srv.Close()
+	_, err := p.ListNodeGroups(context.Background(), ref)
+	NewWithT(t).Expect(cloud.IsRetryable(err)).To(BeTrue(), "%v", err)
+}
+
+func TestNodeGroupEvents(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	srv := acktest.New(t)
+	var events []acktest.NodeGroupEvent
+	srv.OnNodeGroup = func(e acktest.NodeGroupEvent) { events = append(events, e) }
+	seed(srv)
+	p := newProvider(t, srv)
+	g.Expect(events).To(HaveLen(2))
+	id, err := p.StartNodeGroupUpgrade(ctx, ref, fixture.GroupA, fixture.TargetVersion, "tok")
+	g.Expect(err).NotTo(HaveOccurred())
+	waitDone(t, p, id)
+	// ACK labels Nodes with the pool's id, not its name.
+	g.Expect(events[2:]).To(Equal([]acktest.NodeGroupEvent{
+		{Cluster: ref.ClusterID, Name: fixture.GroupA, LabelValue: "np0aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", Version: fixture.TargetVersion, Size: 2, Labels: map[string]string{"role": "a"}},
+	}))
+}

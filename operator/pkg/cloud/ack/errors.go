@@ -1,0 +1,146 @@
+package ack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	openapi "github.com/alibabacloud-go/darabonba-openapi/v2/client"
+	"github.com/alibabacloud-go/tea/tea"
+
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+)
+
+// classify turns an SDK error into a *cloud.Error: throttling
+// (Throttling* codes, 429, with the x-ratelimit TimeLeft the SDK reads),
+// 5xx, timeouts and network failures are retryable, and so are ACK's
+// "the cluster has a task running" conflicts; 404 and *NotFound codes are
+// NotFound; other 4xx are permanent. The message is ACK's code and
+// message, without the request id or any credential.
+func classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var already *cloud.Error
+	if errors.As(err, &already) {
+		return err
+	}
+	ce := &cloud.Error{Provider: cloud.ACK, Op: op}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		ce.Kind, ce.Timeout, ce.Message = cloud.Retryable, true, "request timed out"
+		return ce
+	case errors.Is(err, context.Canceled):
+		ce.Kind, ce.Message = cloud.Retryable, "request cancelled"
+		return ce
+	}
+	var (
+		code, msg string
+		status    int
+		retry     *int64
+		throttled bool
+	)
+	var te *openapi.ThrottlingError
+	var se *openapi.ServerError
+	var cle *openapi.ClientError
+	var sdk *tea.SDKError
+	switch {
+	case errors.As(err, &te):
+		code, msg, status, retry, throttled = tea.StringValue(te.Code), dataMessage(te.Data, te.Message), tea.IntValue(te.StatusCode), te.RetryAfter, true
+	case errors.As(err, &se):
+		code, msg, status, retry = tea.StringValue(se.Code), dataMessage(se.Data, se.Message), tea.IntValue(se.StatusCode), se.RetryAfter
+	case errors.As(err, &cle):
+		code, msg, status, retry = tea.StringValue(cle.Code), dataMessage(cle.Data, cle.Message), tea.IntValue(cle.StatusCode), cle.RetryAfter
+	case errors.As(err, &sdk):
+		code, msg, status = tea.StringValue(sdk.Code), tea.StringValue(sdk.Message), tea.IntValue(sdk.StatusCode)
+	default:
+		var netErr net.Error
+		if errors.As(err, &netErr) {
+			ce.Kind, ce.Message = cloud.Retryable, sanitize("network error: "+netErr.Error())
+			return ce
+		}
+		ce.Kind, ce.Message = cloud.Permanent, sanitize(err.Error())
+		return ce
+	}
+	ce.StatusCode = status
+	if retry != nil && *retry > 0 {
+		ce.RetryAfter = time.Duration(*retry) * time.Millisecond
+	}
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	ce.Message = sanitize(strings.TrimPrefix(code+": "+msg, ": "))
+	lc := strings.ToLower(code)
+	switch {
+	case throttled || strings.HasPrefix(code, "Throttling") || status == http.StatusTooManyRequests:
+		ce.Kind = cloud.Retryable
+	case status == http.StatusNotFound || strings.Contains(lc, "notfound") || strings.Contains(lc, "not_found"):
+		ce.Kind = cloud.NotFound
+	case status >= 500:
+		ce.Kind = cloud.Retryable
+	case strings.Contains(lc, "conflict") || strings.Contains(lc, "taskrunning") || strings.Contains(lc, "busy") ||
+		strings.Contains(strings.ToLower(msg), "task is running"):
+		ce.Kind = cloud.Retryable
+	case status == 0:
+		ce.Kind = cloud.Retryable
+	default:
+		ce.Kind = cloud.FromHTTPStatus(status)
+	}
+	return ce
+}
+
+// dataMessage is the "message" of the error body, or the SDK's message
+// with its "code: N, " prefix and " request id: ..." suffix removed.
+func dataMessage(data map[string]any, fallback *string) string {
+	if m, ok := data["message"].(string); ok && m != "" {
+		return m
+	}
+	if m, ok := data["Message"].(string); ok && m != "" {
+		return m
+	}
+	s := tea.StringValue(fallback)
+	if i := strings.Index(s, ", "); strings.HasPrefix(s, "code: ") && i > 0 {
+		s = s[i+2:]
+	}
+	if i := strings.LastIndex(s, " request id: "); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+func isTimeout(err error) bool {
+	var netErr net.Error
+	return errors.As(err, &netErr) && netErr.Timeout()
+}
+
+var (
+	urlQuery   = regexp.MustCompile(`(https?://[^\s"'?#]+)[?#][^\s"']*`)
+	urlUser    = regexp.MustCompile(`(https?://)[^/\s"'@]+@`)
+	secretKV   = regexp.MustCompile(`(?i)\b(access_?key_?secret|accesskeysecret|access_?key_?id|accesskeyid|secret|password|passwd|login_?password|token|security_?token|sts_?token|credential|signature|authorization|api_?key)(["']?\s*[:=]\s*["']?)[^\s"',;&]+`)
+	acsAuth    = regexp.MustCompile(`(?i)\b(acs|ACS3-HMAC-SHA256|bearer)\s+[^\s"',]+`)
+	akID       = regexp.MustCompile(`\bLTAI[0-9A-Za-z]{8,}\b`)
+	maxMessage = 1024
+)
+
+// sanitize strips query strings and user info from URLs and redacts
+// anything that looks like a credential, then bounds the length.
+func sanitize(s string) string {
+	s = urlUser.ReplaceAllString(s, "$1")
+	s = urlQuery.ReplaceAllString(s, "$1")
+	s = acsAuth.ReplaceAllString(s, "$1 [redacted]")
+	s = secretKV.ReplaceAllString(s, "$1$2[redacted]")
+	s = akID.ReplaceAllString(s, "[redacted]")
+	if len(s) > maxMessage {
+		s = s[:maxMessage] + "…"
+	}
+	return s
+}
+
+func errorf(kind cloud.ErrorKind, op, format string, args ...any) *cloud.Error {
+	return &cloud.Error{Kind: kind, Provider: cloud.ACK, Op: op, Message: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,800 @@
+// Package akstest is a fake Azure Resource Manager endpoint for
+// Microsoft.ContainerService on 127.0.0.1 (TLS by default, as ARM), so the
+// real armcontainerservice clients run against it: bearer-token
+// authentication, api-version, JSON (de)serialisation, paging by
+// nextLink, ETag preconditions, ARM error bodies, and the ARM long-running
+// operation protocol (201/202 with Azure-AsyncOperation and Location
+// headers, an operation-status resource polled until Succeeded or
+// Failed, then the final GET of the resource). It keeps managed clusters,
+// agent pools and operations in memory, finishes an operation after a few
+// polls, and fails calls on demand.
+//
+// The SDK's own armcontainerservice/v8/fake package replaces the HTTP
+// transport with in-process handlers, so its pollers never run ARM's
+// polling protocol; this server does.
+package akstest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v8"
+)
+
+// Calls the server answers, as used by Inject and Calls.
+const (
+	GetManagedCluster    = "managedClusters.get"
+	PutManagedCluster    = "managedClusters.createOrUpdate"
+	ListAgentPools       = "agentPools.list"
+	GetAgentPool         = "agentPools.get"
+	PutAgentPool         = "agentPools.createOrUpdate"
+	DeleteAgentPool      = "agentPools.delete"
+	GetOperationStatus   = "operations.get"
+	GetOperationResult   = "operationResults.get"
+	apiVersionPrefix     = "20"
+	containerServiceType = "Microsoft.ContainerService"
+)
+
+// Fault is what an injected failure answers.
+type Fault int
+
+const (
+	// Throttle answers 429 TooManyRequests with Retry-After (ARM sends one).
+	Throttle Fault = iota + 1
+	// ServerError answers 503 ServiceUnavailable.
+	ServerError
+	// Permanent answers 400 InvalidParameter.
+	Permanent
+)
+
+// Cluster seeds a managed cluster.
+type Cluster struct {
+	SubscriptionID, ResourceGroup, Name string
+	Location                            string
+	// Version is the Kubernetes version ("1.29.9"; "1.29" is resolved to
+	// a patch).
+	Version    string
+	AgentPools []AgentPool
+}
+
+// AgentPool seeds an agent pool.
+type AgentPool struct {
+	Name     string
+	Version  string
+	Count    int32
+	VMSize   string
+	Mode     string // System | User (default User)
+	Labels   map[string]string
+	Taints   []string // "key=value:Effect"
+	Zones    []string
+	SubnetID string
+	MaxPods  int32
+	// Autoscaling when MaxCount > 0.
+	MinCount, MaxCount int32
+	OSDiskSizeGB       int32
+	Tags               map[string]string
+}
+
+// NodeGroupEvent reports that a node group's Nodes changed, for tests that
+// mirror node groups as Node objects: the group exists with Size Nodes
+// labelled with the provider's node-group label = LabelValue, at Version,
+// or it was deleted.
+type NodeGroupEvent struct {
+	Cluster    string
+	Name       string
+	LabelValue string
+	Version    string
+	Size       int32
+	Labels     map[string]string
+	Deleted    bool
+}
+
+// Server is the fake ARM endpoint.
+type Server struct {
+	// URL is the endpoint (https://127.0.0.1:port, or http:// when
+	// started with TLS off).
+	URL string
+	// PollsToFinish is how many observations (operation-status GETs or
+	// GETs of the target) finish an operation (default 3).
+	PollsToFinish int
+	// PageSize bounds list pages (default 1, so nextLink paging runs).
+	PageSize int
+	// ThrottleRetryAfter is the Retry-After sent with throttling
+	// (default "1").
+	ThrottleRetryAfter string
+	// OnNodeGroup, if set, is called when a node group appears (seeded
+	// or created), changes version, or is deleted. It runs with the
+	// server's lock held: it must not call the server.
+	OnNodeGroup func(NodeGroupEvent)
+
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	clusters map[string]*cluster // by lower-cased resource id
+	ops      map[string]*operation
+	faults   map[string][]fault
+	calls    map[string]int
+	failOps  int
+	nextID   int
+}
+
+type fault struct {
+	left int
+	kind Fault
+}
+
+type cluster struct {
+	sub, rg, location string
+	mc                *armcontainerservice.ManagedCluster
+	pools             map[string]*armcontainerservice.AgentPool
+}
+
+type operation struct {
+	id, status string
+	target     string // lower-cased resource id
+	polls      int
+	fail       bool
+	started    time.Time
+	ended      time.Time
+	finish     func(failed bool)
+}
+
+// New starts a TLS server on 127.0.0.1 and closes it when the test ends.
+func New(tb testing.TB) *Server {
+	s := NewServer(true)
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// NewServer starts a server on 127.0.0.1, with TLS or plain http.
+func NewServer(useTLS bool) *Server {
+	s := &Server{clusters: map[string]*cluster{}, ops: map[string]*operation{}, faults: map[string][]fault{}, calls: map[string]int{}}
+	if useTLS {
+		s.srv = httptest.NewTLSServer(http.HandlerFunc(s.serve))
+	} else {
+		s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	}
+	s.URL = s.srv.URL
+	return s
+}
+
+// Client is an HTTP client that trusts the server's certificate.
+func (s *Server) Client() *http.Client { return s.srv.Client() }
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+func clusterID(sub, rg, name string) string {
+	return strings.ToLower("/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.ContainerService/managedClusters/" + name)
+}
+
+// AddCluster seeds (or replaces) a managed cluster.
+func (s *Server) AddCluster(c Cluster) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := "/subscriptions/" + c.SubscriptionID + "/resourceGroups/" + c.ResourceGroup + "/providers/Microsoft.ContainerService/managedClusters/" + c.Name
+	version := resolve(c.Version)
+	st := &cluster{sub: c.SubscriptionID, rg: c.ResourceGroup, location: or(c.Location, "westeurope"), pools: map[string]*armcontainerservice.AgentPool{}}
+	st.mc = &armcontainerservice.ManagedCluster{
+		ID: to(id), Name: to(c.Name), Type: to(containerServiceType + "/managedClusters"), Location: to(st.location),
+		Properties: &armcontainerservice.ManagedClusterProperties{
+			KubernetesVersion: to(c.Version), CurrentKubernetesVersion: to(version), ProvisioningState: to("Succeeded"),
+			DNSPrefix: to(c.Name + "-dns"), EnableRBAC: to(true),
+		},
+	}
+	s.bump(st.mc)
+	for _, p := range c.AgentPools {
+		ap := &armcontainerservice.AgentPool{
+			ID: to(id + "/agentPools/" + p.Name), Name: to(p.Name), Type: to(containerServiceType + "/managedClusters/agentPools"),
+			Properties: &armcontainerservice.ManagedClusterAgentPoolProfileProperties{
+				Count: to(p.Count), VMSize: to(p.VMSize), Mode: to(armcontainerservice.AgentPoolMode(or(p.Mode, "User"))),
+				OrchestratorVersion: to(or(p.Version, c.Version)), CurrentOrchestratorVersion: to(resolve(or(p.Version, c.Version))),
+				ProvisioningState: to("Succeeded"), OSType: to(armcontainerservice.OSTypeLinux), OSSKU: to(armcontainerservice.OSSKUUbuntu),
+				Type: to(armcontainerservice.AgentPoolTypeVirtualMachineScaleSets), NodeImageVersion: to("AKSUbuntu-2204gen2containerd-202601.01.0"),
+				PowerState: &armcontainerservice.PowerState{Code: to(armcontainerservice.CodeRunning)},
+			},
+		}
+		pr := ap.Properties
+		if len(p.Labels) > 0 {
+			pr.NodeLabels = map[string]*string{}
+			for k, v := range p.Labels {
+				pr.NodeLabels[k] = to(v)
+			}
+		}
+		for _, t := range p.Taints {
+			pr.NodeTaints = append(pr.NodeTaints, to(t))
+		}
+		for _, z := range p.Zones {
+			pr.AvailabilityZones = append(pr.AvailabilityZones, to(z))
+		}
+		if p.SubnetID != "" {
+			pr.VnetSubnetID = to(p.SubnetID)
+		}
+		if p.MaxPods != 0 {
+			pr.MaxPods = to(p.MaxPods)
+		}
+		if p.OSDiskSizeGB != 0 {
+			pr.OSDiskSizeGB = to(p.OSDiskSizeGB)
+		}
+		if p.MaxCount > 0 {
+			pr.EnableAutoScaling, pr.MinCount, pr.MaxCount = to(true), to(p.MinCount), to(p.MaxCount)
+		}
+		if len(p.Tags) > 0 {
+			pr.Tags = map[string]*string{}
+			for k, v := range p.Tags {
+				pr.Tags[k] = to(v)
+			}
+		}
+		s.bumpPool(ap)
+		st.pools[strings.ToLower(p.Name)] = ap
+		s.notify(poolEvent(c.Name, ap, false))
+	}
+	s.clusters[clusterID(c.SubscriptionID, c.ResourceGroup, c.Name)] = st
+}
+
+// Inject makes the next n calls of action fail with f.
+func (s *Server) Inject(action string, n int, f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults[action] = append(s.faults[action], fault{left: n, kind: f})
+}
+
+// FailOperations makes the next n operations started end in failure.
+func (s *Server) FailOperations(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failOps += n
+}
+
+// Calls is how many requests of action the server answered.
+func (s *Server) Calls(action string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[action]
+}
+
+// AgentPool returns a copy of an agent pool as the server holds it.
+func (s *Server) AgentPool(sub, rg, clusterName, name string) (*armcontainerservice.AgentPool, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.clusters[clusterID(sub, rg, clusterName)]
+	if c == nil || c.pools[strings.ToLower(name)] == nil {
+		return nil, false
+	}
+	raw, _ := json.Marshal(c.pools[strings.ToLower(name)])
+	out := &armcontainerservice.AgentPool{}
+	_ = json.Unmarshal(raw, out)
+	return out, true
+}
+
+func (s *Server) bump(mc *armcontainerservice.ManagedCluster) {
+	s.nextID++
+	mc.ETag = to(fmt.Sprintf("\"%08x-etag\"", s.nextID))
+}
+
+func (s *Server) bumpPool(ap *armcontainerservice.AgentPool) {
+	s.nextID++
+	ap.Properties.ETag = to(fmt.Sprintf("\"%08x-etag\"", s.nextID))
+}
+
+var (
+	clusterPath = regexp.MustCompile(`(?i)^/subscriptions/([^/]+)/resourcegroups/([^/]+)/providers/microsoft\.containerservice/managedclusters/([^/]+)(/agentpools(?:/([^/]+))?)?$`)
+	opPath      = regexp.MustCompile(`(?i)^/subscriptions/([^/]+)/providers/microsoft\.containerservice/locations/([^/]+)/(operations|operationresults)/([^/]+)$`)
+)
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	action, h := s.route(r)
+	if h == nil {
+		armError(w, http.StatusNotFound, "InvalidResourceType", "no route for "+r.Method+" "+r.URL.Path)
+		return
+	}
+	s.calls[action]++
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		armError(w, http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.")
+		return
+	}
+	if !strings.HasPrefix(r.URL.Query().Get("api-version"), apiVersionPrefix) {
+		armError(w, http.StatusBadRequest, "MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
+		return
+	}
+	if q := s.faults[action]; len(q) > 0 {
+		f := q[0].kind
+		if q[0].left--; q[0].left <= 0 {
+			s.faults[action] = q[1:]
+		}
+		switch f {
+		case Throttle:
+			w.Header().Set("Retry-After", or(s.ThrottleRetryAfter, "1"))
+			armError(w, http.StatusTooManyRequests, "TooManyRequests", "The request is being throttled as the limit has been reached for operation type - Write_ObservationWindow_00:01:00.")
+		case ServerError:
+			armError(w, http.StatusServiceUnavailable, "ServiceUnavailable", "The service is temporarily unavailable.")
+		default:
+			armError(w, http.StatusBadRequest, "InvalidParameter", "injected invalid parameter for "+action)
+		}
+		return
+	}
+	h(w, r)
+}
+
+func (s *Server) route(r *http.Request) (string, http.HandlerFunc) {
+	if m := opPath.FindStringSubmatch(r.URL.Path); m != nil && r.Method == http.MethodGet {
+		if strings.EqualFold(m[3], "operations") {
+			return GetOperationStatus, func(w http.ResponseWriter, r *http.Request) { s.operationStatus(w, m[4]) }
+		}
+		return GetOperationResult, func(w http.ResponseWriter, r *http.Request) { s.operationResult(w, r, m[4]) }
+	}
+	m := clusterPath.FindStringSubmatch(r.URL.Path)
+	if m == nil {
+		return "", nil
+	}
+	id := clusterID(m[1], m[2], m[3])
+	switch {
+	case m[4] == "" && r.Method == http.MethodGet:
+		return GetManagedCluster, func(w http.ResponseWriter, r *http.Request) { s.getCluster(w, id) }
+	case m[4] == "" && r.Method == http.MethodPut:
+		return PutManagedCluster, func(w http.ResponseWriter, r *http.Request) { s.putCluster(w, r, id) }
+	case m[5] == "" && r.Method == http.MethodGet:
+		return ListAgentPools, func(w http.ResponseWriter, r *http.Request) { s.listPools(w, r, id) }
+	case m[5] != "" && r.Method == http.MethodGet:
+		return GetAgentPool, func(w http.ResponseWriter, r *http.Request) { s.getPool(w, id, m[5]) }
+	case m[5] != "" && r.Method == http.MethodPut:
+		return PutAgentPool, func(w http.ResponseWriter, r *http.Request) { s.putPool(w, r, id, m[5]) }
+	case m[5] != "" && r.Method == http.MethodDelete:
+		return DeleteAgentPool, func(w http.ResponseWriter, r *http.Request) { s.deletePool(w, r, id, m[5]) }
+	}
+	return "", nil
+}
+
+func (s *Server) cluster(w http.ResponseWriter, id string) *cluster {
+	c := s.clusters[id]
+	if c == nil {
+		armError(w, http.StatusNotFound, "ResourceNotFound", fmt.Sprintf("The Resource '%s' was not found.", id[strings.LastIndex(id, "/")+1:]))
+	}
+	return c
+}
+
+// observe advances the running operation on a target: a GET of the
+// resource counts as a poll, as time passing does in Azure.
+func (s *Server) observe(target string) {
+	for _, o := range s.ops {
+		if o.target == target && o.status == "InProgress" {
+			s.advance(o)
+		}
+	}
+}
+
+func (s *Server) advance(o *operation) {
+	if o.status != "InProgress" {
+		return
+	}
+	o.polls++
+	if o.polls < s.pollsToFinish() {
+		return
+	}
+	o.ended = time.Now().UTC()
+	if o.fail {
+		o.status = "Failed"
+	} else {
+		o.status = "Succeeded"
+	}
+	o.finish(o.fail)
+}
+
+func (s *Server) running(target string) *operation {
+	for _, o := range s.ops {
+		if o.target == target && o.status == "InProgress" {
+			return o
+		}
+	}
+	return nil
+}
+
+func (s *Server) newOperation(c *cluster, target string, finish func(failed bool)) *operation {
+	s.nextID++
+	o := &operation{id: fmt.Sprintf("%08x-0000-4000-8000-%012x", s.nextID, s.nextID), status: "InProgress", target: target, started: time.Now().UTC(), finish: finish}
+	if s.failOps > 0 {
+		s.failOps--
+		o.fail = true
+	}
+	s.ops[o.id] = o
+	return o
+}
+
+func (s *Server) lroHeaders(w http.ResponseWriter, c *cluster, o *operation, location bool) {
+	base := s.URL + "/subscriptions/" + c.sub + "/providers/Microsoft.ContainerService/locations/" + c.location
+	w.Header().Set("Azure-AsyncOperation", base+"/operations/"+o.id+"?api-version=2025-10-01")
+	if location {
+		w.Header().Set("Location", base+"/operationresults/"+o.id+"?api-version=2025-10-01")
+	}
+}
+
+func (s *Server) getCluster(w http.ResponseWriter, id string) {
+	c := s.cluster(w, id)
+	if c == nil {
+		return
+	}
+	s.observe(id)
+	writeJSON(w, http.StatusOK, c.mc)
+}
+
+func (s *Server) putCluster(w http.ResponseWriter, r *http.Request, id string) {
+	c := s.cluster(w, id)
+	if c == nil {
+		return
+	}
+	var in armcontainerservice.ManagedCluster
+	if !readJSON(w, r, &in) || !ifMatch(w, r, c.mc.ETag) {
+		return
+	}
+	if in.Properties == nil || in.Properties.KubernetesVersion == nil {
+		armError(w, http.StatusBadRequest, "InvalidParameter", "properties.kubernetesVersion is required")
+		return
+	}
+	if s.running(id) != nil || busy(c.mc.Properties.ProvisioningState) {
+		armError(w, http.StatusConflict, "OperationNotAllowed", "Operation is not allowed because there's an in progress upgrade managed cluster operation.")
+		return
+	}
+	want := *in.Properties.KubernetesVersion
+	target := resolve(want)
+	current := *c.mc.Properties.CurrentKubernetesVersion
+	if target == current {
+		c.mc.Properties.KubernetesVersion = to(want)
+		s.bump(c.mc)
+		writeJSON(w, http.StatusOK, c.mc)
+		return
+	}
+	cm, cn, _ := majorMinor(current)
+	tm, tn, ok := majorMinor(target)
+	if !ok || tm != cm || tn < cn || tn > cn+1 {
+		armError(w, http.StatusBadRequest, "UpgradeNotAllowed", fmt.Sprintf("Upgrading from %s to %s is not allowed: upgrade one minor version at a time.", current, want))
+		return
+	}
+	c.mc.Properties.KubernetesVersion = to(want)
+	c.mc.Properties.ProvisioningState = to("Upgrading")
+	s.bump(c.mc)
+	o := s.newOperation(c, id, func(failed bool) {
+		if failed {
+			c.mc.Properties.ProvisioningState = to("Failed")
+		} else {
+			c.mc.Properties.CurrentKubernetesVersion = to(target)
+			c.mc.Properties.ProvisioningState = to("Succeeded")
+		}
+		s.bump(c.mc)
+	})
+	s.lroHeaders(w, c, o, false)
+	writeJSON(w, http.StatusOK, c.mc)
+}
+
+func (s *Server) listPools(w http.ResponseWriter, r *http.Request, id string) {
+	c := s.cluster(w, id)
+	if c == nil {
+		return
+	}
+	names := make([]string, 0, len(c.pools))
+	for n := range c.pools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	start := 0
+	if tok := r.URL.Query().Get("$skipToken"); tok != "" {
+		n, err := strconv.Atoi(tok)
+		if err != nil || n < 0 || n > len(names) {
+			armError(w, http.StatusBadRequest, "InvalidSkipToken", "invalid $skipToken")
+			return
+		}
+		start = n
+	}
+	size := s.PageSize
+	if size <= 0 {
+		size = 1
+	}
+	end := min(start+size, len(names))
+	page := struct {
+		Value    []*armcontainerservice.AgentPool `json:"value"`
+		NextLink *string                          `json:"nextLink,omitempty"`
+	}{Value: []*armcontainerservice.AgentPool{}}
+	for _, n := range names[start:end] {
+		page.Value = append(page.Value, c.pools[n])
+	}
+	if end < len(names) {
+		page.NextLink = to(s.URL + r.URL.Path + "?api-version=" + r.URL.Query().Get("api-version") + "&$skipToken=" + strconv.Itoa(end))
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) getPool(w http.ResponseWriter, id, name string) {
+	c := s.cluster(w, id)
+	if c == nil {
+		return
+	}
+	target := id + "/agentpools/" + strings.ToLower(name)
+	s.observe(target)
+	ap := c.pools[strings.ToLower(name)]
+	if ap == nil {
+		armError(w, http.StatusNotFound, "NotFound", fmt.Sprintf("Agent pool %s was not found.", name))
+		return
+	}
+	writeJSON(w, http.StatusOK, ap)
+}
+
+var poolName = regexp.MustCompile(`^[a-z][a-z0-9]{0,11}$`)
+
+func (s *Server) putPool(w http.ResponseWriter, r *http.Request, id, name string) {
+	c := s.cluster(w, id)
+	if c == nil {
+		return
+	}
+	var in armcontainerservice.AgentPool
+	if !readJSON(w, r, &in) {
+		return
+	}
+	key := strings.ToLower(name)
+	target := id + "/agentpools/" + key
+	existing := c.pools[key]
+	if r.Header.Get("If-None-Match") == "*" && existing != nil {
+		armError(w, http.StatusPreconditionFailed, "PreconditionFailed", fmt.Sprintf("Agent pool %s already exists.", name))
+		return
+	}
+	if existing != nil && !ifMatch(w, r, existing.Properties.ETag) {
+		return
+	}
+	if existing == nil && r.Header.Get("If-Match") != "" {
+		armError(w, http.StatusPreconditionFailed, "PreconditionFailed", fmt.Sprintf("Agent pool %s does not exist.", name))
+		return
+	}
+	pr := in.Properties
+	if pr == nil {
+		armError(w, http.StatusBadRequest, "InvalidParameter", "properties are required")
+		return
+	}
+	for _, t := range pr.NodeTaints {
+		if !validTaint(deref(t)) {
+			armError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("Taint %q is invalid: expected key=value:Effect.", deref(t)))
+			return
+		}
+	}
+	if deref(pr.Count) < 0 || (deref(pr.EnableAutoScaling) && (pr.MinCount == nil || pr.MaxCount == nil || *pr.MinCount > *pr.MaxCount)) {
+		armError(w, http.StatusBadRequest, "InvalidParameter", "count, minCount and maxCount are inconsistent")
+		return
+	}
+	if s.running(target) != nil || s.running(id) != nil || (existing != nil && busy(existing.Properties.ProvisioningState)) {
+		armError(w, http.StatusConflict, "OperationNotAllowed", "Operation is not allowed because there's an in progress operation on the agent pool.")
+		return
+	}
+	if existing == nil {
+		if !poolName.MatchString(name) {
+			armError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("The agent pool name %q is invalid: lowercase letters and digits, at most 12, starting with a letter.", name))
+			return
+		}
+		if deref(pr.VMSize) == "" {
+			armError(w, http.StatusBadRequest, "InvalidParameter", "properties.vmSize is required")
+			return
+		}
+		version := or(deref(pr.OrchestratorVersion), deref(c.mc.Properties.KubernetesVersion))
+		ap := &armcontainerservice.AgentPool{ID: to(deref(c.mc.ID) + "/agentPools/" + name), Name: to(name), Type: to(containerServiceType + "/managedClusters/agentPools"), Properties: pr}
+		pr.OrchestratorVersion, pr.CurrentOrchestratorVersion = to(version), nil
+		pr.ProvisioningState, pr.NodeImageVersion = to("Creating"), to("AKSUbuntu-2204gen2containerd-202601.01.0")
+		s.bumpPool(ap)
+		c.pools[key] = ap
+		o := s.newOperation(c, target, func(failed bool) {
+			if failed {
+				pr.ProvisioningState = to("Failed")
+				return
+			}
+			pr.ProvisioningState, pr.CurrentOrchestratorVersion = to("Succeeded"), to(resolve(version))
+			pr.PowerState = &armcontainerservice.PowerState{Code: to(armcontainerservice.CodeRunning)}
+			s.bumpPool(ap)
+			s.notify(poolEvent(deref(c.mc.Name), ap, false))
+		})
+		s.lroHeaders(w, c, o, false)
+		writeJSON(w, http.StatusCreated, ap)
+		return
+	}
+	// Update: the version moves when the operation finishes; the other
+	// writable properties change now.
+	old := existing.Properties
+	want := or(deref(pr.OrchestratorVersion), deref(old.OrchestratorVersion))
+	target2 := resolve(want)
+	cm, cn, _ := majorMinor(deref(old.CurrentOrchestratorVersion))
+	tm, tn, ok := majorMinor(target2)
+	if !ok || tm != cm || tn < cn {
+		armError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("Orchestrator version %s is invalid for agent pool %s at %s.", want, name, deref(old.CurrentOrchestratorVersion)))
+		return
+	}
+	pr.CurrentOrchestratorVersion, pr.NodeImageVersion, pr.PowerState = old.CurrentOrchestratorVersion, old.NodeImageVersion, old.PowerState
+	pr.OrchestratorVersion = to(want)
+	pr.ProvisioningState = to("Upgrading")
+	existing.Properties = pr
+	s.bumpPool(existing)
+	o := s.newOperation(c, target, func(failed bool) {
+		if failed {
+			pr.ProvisioningState = to("Failed")
+			return
+		}
+		pr.ProvisioningState, pr.CurrentOrchestratorVersion = to("Succeeded"), to(target2)
+		s.bumpPool(existing)
+		s.notify(poolEvent(deref(c.mc.Name), existing, false))
+	})
+	s.lroHeaders(w, c, o, false)
+	writeJSON(w, http.StatusOK, existing)
+}
+
+func (s *Server) deletePool(w http.ResponseWriter, r *http.Request, id, name string) {
+	c := s.cluster(w, id)
+	if c == nil {
+		return
+	}
+	key := strings.ToLower(name)
+	target := id + "/agentpools/" + key
+	ap := c.pools[key]
+	if ap == nil {
+		w.WriteHeader(http.StatusNoContent) // ARM: deleting nothing succeeds
+		return
+	}
+	if !ifMatch(w, r, ap.Properties.ETag) {
+		return
+	}
+	if s.running(target) != nil {
+		armError(w, http.StatusConflict, "OperationNotAllowed", "Operation is not allowed because there's an in progress operation on the agent pool.")
+		return
+	}
+	ap.Properties.ProvisioningState = to("Deleting")
+	o := s.newOperation(c, target, func(failed bool) {
+		if failed {
+			ap.Properties.ProvisioningState = to("Failed")
+			return
+		}
+		delete(c.pools, key)
+		s.notify(poolEvent(deref(c.mc.Name), ap, true))
+	})
+	s.lroHeaders(w, c, o, true)
+	w.Header().Set("Retry-After", "0")
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (s *Server) operationStatus(w http.ResponseWriter, id string) {
+	o := s.ops[id]
+	if o == nil {
+		armError(w, http.StatusNotFound, "NotFound", "operation "+id+" not found")
+		return
+	}
+	s.advance(o)
+	body := map[string]any{"id": "/providers/Microsoft.ContainerService/locations/operations/" + o.id, "name": o.id, "status": o.status,
+		"startTime": o.started.Format(time.RFC3339Nano)}
+	if !o.ended.IsZero() {
+		body["endTime"] = o.ended.Format(time.RFC3339Nano)
+	}
+	if o.status == "Failed" {
+		body["error"] = map[string]string{"code": "ReconcileVMSSAgentPoolFailed", "message": "Simulated failure of the operation on " + o.target[strings.LastIndex(o.target, "/")+1:] + "."}
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (s *Server) operationResult(w http.ResponseWriter, r *http.Request, id string) {
+	o := s.ops[id]
+	if o == nil {
+		armError(w, http.StatusNotFound, "NotFound", "operation "+id+" not found")
+		return
+	}
+	s.advance(o)
+	switch o.status {
+	case "InProgress":
+		w.Header().Set("Location", s.URL+r.URL.RequestURI())
+		w.WriteHeader(http.StatusAccepted)
+	case "Failed":
+		armError(w, http.StatusInternalServerError, "ReconcileVMSSAgentPoolFailed", "Simulated failure.")
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+func (s *Server) pollsToFinish() int {
+	if s.PollsToFinish > 0 {
+		return s.PollsToFinish
+	}
+	return 3
+}
+
+func ifMatch(w http.ResponseWriter, r *http.Request, etag *string) bool {
+	want := r.Header.Get("If-Match")
+	if want == "" || want == "*" || (etag != nil && want == *etag) {
+		return true
+	}
+	armError(w, http.StatusPreconditionFailed, "PreconditionFailed", "Operation failed as the provided If-Match header does not match the current ETag of the resource.")
+	return false
+}
+
+func busy(state *string) bool {
+	switch deref(state) {
+	case "", "Succeeded", "Failed", "Canceled":
+		return false
+	}
+	return true
+}
+
+var taintRE = regexp.MustCompile(`^[A-Za-z0-9./_-]+(=[A-Za-z0-9._-]*)?:(NoSchedule|PreferNoSchedule|NoExecute)$`)
+
+func validTaint(t string) bool { return taintRE.MatchString(t) }
+
+// resolve turns "1.30" into the patch the fake offers ("1.30.6").
+func resolve(v string) string {
+	v = strings.TrimPrefix(v, "v")
+	if strings.Count(v, ".") == 1 {
+		return v + ".6"
+	}
+	return v
+}
+
+func majorMinor(v string) (int, int, bool) {
+	var a, b int
+	if _, err := fmt.Sscanf(v, "%d.%d", &a, &b); err != nil {
+		return 0, 0, false
+	}
+	return a, b, true
+}
+
+func armError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("x-ms-error-code", code)
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
+		armError(w, http.StatusBadRequest, "InvalidRequestContent", "The request content was invalid and could not be deserialized: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func to[T any](v T) *T { return &v }
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+func (s *Server) notify(e NodeGroupEvent) {
+	if s.OnNodeGroup != nil {
+		s.OnNodeGroup(e)
+	}
+}
+
+func poolEvent(clusterName string, ap *armcontainerservice.AgentPool, deleted bool) NodeGroupEvent {
+	pr := ap.Properties
+	e := NodeGroupEvent{Cluster: clusterName, Name: deref(ap.Name), LabelValue: deref(ap.Name), Deleted: deleted,
+		Version: deref(pr.CurrentOrchestratorVersion), Size: deref(pr.Count)}
+	if len(pr.NodeLabels) > 0 {
+		e.Labels = map[string]string{}
+		for k, v := range pr.NodeLabels {
+			e.Labels[k] = deref(v)
+		}
+	}
+	return e
+}
