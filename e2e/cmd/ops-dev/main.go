@@ -17,35 +17,46 @@ import (
 
 func main() {
 	stateDir := flag.String("state-dir", ".dev", "directory for the local stack's state (etcd data), kubeconfig and logs")
+	addr := flag.String("listen-address", stack.APIAddress, "address of the REST API")
 	flag.Parse()
-	if err := run(*stateDir); err != nil {
+	if err := run(*stateDir, *addr); err != nil {
 		fmt.Fprintln(os.Stderr, "ops-dev:", err)
 		os.Exit(1)
 	}
 }
 
-func run(stateDir string) error {
+func run(stateDir, addr string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	s, err := stack.Start(ctx, stack.Options{StateDir: stateDir, Out: os.Stdout, WithOperator: true, APIAddress: stack.APIAddress})
+	s, err := stack.Start(ctx, stack.Options{StateDir: stateDir, Out: os.Stdout, WithOperator: true, APIAddress: addr})
 	if err != nil {
 		return err
 	}
 	defer s.Stop()
+	api := s.APIURL
 	fmt.Printf(`
 Local stack ready in %s.
 
-  kube-apiserver:  %s
+  REST API:        %s   (readiness: %s/readyz, OpenAPI: %s/openapi.yaml)
   kubeconfig:      %s
   logs:            %s/logs/
+  simulated cloud: cluster %s in region %s (cloudProvider mock), Kubernetes 1.29,
+                   node groups observability-ng and vmstorage as kwok Nodes
 
 Try:
-  export KUBECONFIG=%s
-  bin/kubectl get nodes -L %s
+  curl -s %s/ops/api/v1/nodeGroups?k8sClusterName=dev-cluster\&region=local\&cloudProvider=mock
+  curl -s -X POST %s/api/v1/observability-ops/vmclusters -H 'Content-Type: application/json' \
+       -d '{"name":"vmcluster","values":{"vmstorage":{"replicaCount":3,"nodeSelector":{"node-role.observability/vmstorage":"true"}}}}'
+  curl -s %s/api/v1/observability-ops/vmclusters/vmcluster
 
-Press Ctrl-C to stop everything.
-`, time.Since(start).Round(100*time.Millisecond), s.Env.Config.Host, s.Kubeconfig, stateDir, s.Kubeconfig, stack.NodeGroupLabel)
+  export KUBECONFIG=%s
+  bin/kubectl get vmclusters,statefulsets,pods -n observability -o wide
+
+docs/quickstart.md goes on from here (a blue-green upgrade of dev-cluster).
+Press Ctrl-C to stop everything; state stays in %s until make dev-clean.
+`, time.Since(start).Round(100*time.Millisecond), api, api, api, s.Kubeconfig, stateDir,
+		stack.DevCluster.Name, stack.DevCluster.Region, api, api, api, s.Kubeconfig, stateDir)
 	<-ctx.Done()
 	fmt.Println("\nStopping ...")
 	return nil
