@@ -36,9 +36,10 @@ generate: ## Generate deepcopy code for the API types.
 	cd operator/api && $(BIN)/controller-gen object:headerFile=$(ROOT)/hack/boilerplate.go.txt paths=./...
 
 .PHONY: manifests
-manifests: ## Generate the CRDs into crds/ (ours and the Flux kinds we use).
+manifests: ## Generate the CRDs into crds/ (ours and the Flux kinds we use), the chart's CRDs and the kustomize base.
 	hack/tools/build.sh controller-gen
 	hack/manifests.sh
+	hack/render-kustomize.sh
 
 .PHONY: fmt
 fmt: ## gofmt every module.
@@ -51,10 +52,10 @@ lint: ## gofmt (check only) and go vet on every module.
 
 .PHONY: verify
 verify: generate manifests ## Fail when generated files are stale or go.mod files are untidy.
-	@git add -N crds operator/api >/dev/null 2>&1 || true
-	@if ! git diff --quiet -- crds operator/api; then \
+	@git add -N crds operator/api deploy/charts/ops-server/crds deploy/kustomize/base >/dev/null 2>&1 || true
+	@if ! git diff --quiet -- crds operator/api deploy/charts/ops-server/crds deploy/kustomize/base; then \
 		echo "Generated files are stale; run 'make generate manifests' and commit:"; \
-		git diff --stat -- crds operator/api; exit 1; fi
+		git diff --stat -- crds operator/api deploy/charts/ops-server/crds deploy/kustomize/base; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && go mod tidy -diff >/dev/null) || { echo "go.mod of $$m is not tidy: run 'cd $$m && go mod tidy'"; exit 1; }; done
 
 .PHONY: build
@@ -63,7 +64,8 @@ build: ## Build the ops-apiserver and ops-operator binaries into bin/.
 
 .PHONY: dev
 dev: tools build ## Run the whole stack locally on 127.0.0.1 (see README).
-	go run ./e2e/cmd/ops-dev --state-dir $(ROOT)/.dev
+	go build -o $(BIN)/ ./e2e/cmd/ops-dev
+	$(BIN)/ops-dev --state-dir $(ROOT)/.dev
 
 .PHONY: dev-clean
 dev-clean: ## Forget the local stack's state.
