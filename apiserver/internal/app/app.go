@@ -35,12 +35,12 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/pkg/chartrepo"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/providers"
-	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
-	"github.com/tidbcloud/ops-server/operator/pkg/chartrepo"
 )
 
 // Options configure New.
