@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"sort"
@@ -41,6 +42,9 @@ type Service struct {
 // derived from the key, so a retry finds the operation its first attempt
 // created: the same request returns it, a different one is a 409.
 func (s *Service) Create(ctx context.Context, req *Request, key string) (Operation, bool, error) {
+	if err := s.checkCloud(req); err != nil {
+		return Operation{}, false, err
+	}
 	obj := s.build(ctx, req, key)
 	if err := s.Writer.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
 		if apierrors.IsAlreadyExists(err) && key != "" {
@@ -69,12 +73,36 @@ func specForCompare(s opsv1.ClusterUpgradeOperationSpec) opsv1.ClusterUpgradeOpe
 // idempotency key the name shown is one the API server generated for the
 // dry run; the real create generates another.
 func (s *Service) DryRun(ctx context.Context, req *Request, key string) (Operation, error) {
+	if err := s.checkCloud(req); err != nil {
+		return Operation{}, err
+	}
 	obj := s.build(ctx, req, key)
 	if err := s.Writer.Create(ctx, obj, client.DryRunAll, client.FieldOwner(FieldManager)); err != nil {
 		return Operation{}, apierror.FromKubernetes(err)
 	}
 	obj.UID = ""
 	return toOperation(obj), nil
+}
+
+// checkCloud refuses, at request time, an operation the operator could
+// not carry out for lack of configuration: a provider that is not
+// configured, or a cluster whose cloud identity (GKE project, AKS
+// subscription and resource group, ACK cluster id) is not mapped. Without a
+// registry (tests of validation alone) nothing is checked.
+func (s *Service) checkCloud(req *Request) error {
+	if s.Providers == nil {
+		return nil
+	}
+	if _, _, err := s.Providers.Resolve(req.CloudProvider, req.K8sClusterName, req.Region); err != nil {
+		var ce *cloud.Error
+		msg := err.Error()
+		if errors.As(err, &ce) {
+			msg = ce.Message
+		}
+		return apierror.InvalidArgument("the cluster cannot be reached with this server's configuration",
+			apierror.Violation("cloudProvider", "%s", msg))
+	}
+	return nil
 }
 
 func (s *Service) build(ctx context.Context, req *Request, key string) *opsv1.ClusterUpgradeOperation {
