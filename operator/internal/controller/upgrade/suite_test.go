@@ -2,6 +2,7 @@ package upgrade_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"sync"
@@ -27,6 +28,12 @@ import (
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		// Fuzzing the pure decision function needs no control plane; each
+		// fuzz worker is a new process and would start one otherwise.
+		os.Exit(m.Run())
+	}
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.InfoLevel)))
 	var err error
 	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme}})
