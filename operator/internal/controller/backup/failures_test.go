@@ -104,7 +104,8 @@ func TestRestartBetweenSnapshotAndUpload(t *testing.T) {
 	runner := f.localRunner(t)
 
 	// Operator 1 dies inside the snapshot call to replica 0.
-	bt := &blockingTransport{blockPath: "/snapshot/create", host: nodes[0].httpAddr, hit: make(chan struct{})}
+	// Both snapshot calls reach vmstorage; neither answer is recorded.
+	bt := &blockingTransport{blockPath: "/snapshot/create", want: len(nodes), hit: make(chan struct{})}
 	op1 := startOperator(t, f, runner, func(o *manager.Options) { o.Backup.HTTPClient = &http.Client{Transport: bt} })
 	b := newBackup(f, "restart", "fs://"+filepath.Join(t.TempDir(), "b"), nil)
 	g.Expect(env.Client.Create(ctx, b)).To(Succeed())

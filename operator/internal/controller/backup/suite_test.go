@@ -336,8 +336,14 @@ func eventMessages(g Gomega, ns, reason string) []string {
 // answer.
 type blockingTransport struct {
 	blockPath, host string
-	hit             chan struct{}
-	once            sync.Once
+	// want is how many matching calls must have reached their server
+	// before hit is closed (0 or 1: the first one). Every matching call
+	// blocks after the server answered, until its context ends, as if the
+	// operator died waiting for the answer.
+	want int
+	hit  chan struct{}
+	mu   sync.Mutex
+	seen int
 }
 
 func (bt *blockingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -345,13 +351,13 @@ func (bt *blockingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	if err != nil || !strings.HasSuffix(req.URL.Path, bt.blockPath) || (bt.host != "" && req.URL.Host != bt.host) {
 		return resp, err
 	}
-	block := false
-	bt.once.Do(func() { block = true })
-	if !block {
-		return resp, nil
-	}
 	_ = resp.Body.Close()
-	close(bt.hit)
+	bt.mu.Lock()
+	bt.seen++
+	if bt.seen == max(bt.want, 1) {
+		close(bt.hit)
+	}
+	bt.mu.Unlock()
 	<-req.Context().Done()
 	return nil, req.Context().Err()
 }
