@@ -3,11 +3,14 @@ package upgrade_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/alibabacloud-go/tea/tea"
+	alicredentials "github.com/aliyun/credentials-go/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	. "github.com/onsi/gomega"
 	"golang.org/x/oauth2"
@@ -19,6 +22,8 @@ import (
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/manager"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/ack"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/ack/acktest"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/aks"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/aks/akstest"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/eks"
@@ -39,6 +44,9 @@ type groupEvent struct {
 // has them, an in-place node group and a blue-green one.
 type cloudCase struct {
 	provider opsv1.CloudProvider
+	// target is the target version ("1.30" unless the cloud wants full
+	// versions, as ACK does).
+	target   string
 	region   string
 	inPlace  string
 	oldGroup string
@@ -110,6 +118,36 @@ var cloudCases = []cloudCase{
 	},
 }
 
+func init() {
+	cloudCases = append(cloudCases, cloudCase{
+		provider: opsv1.CloudProviderACK, region: "cn-beijing", target: "1.30.1-aliyun.1",
+		inPlace: "ack-a", oldGroup: "ack-b", newGroup: "ack-b-130",
+		addons: []opsv1.ClusterAddon{{Name: "terway-eniip", Version: "v1.9.0"}},
+		start: func(t *testing.T, cluster string, mirror func(groupEvent)) (cloud.Provider, cloud.ClusterIdentity, func() int) {
+			srv := acktest.New(t)
+			srv.OnNodeGroup = func(e acktest.NodeGroupEvent) { mirror(groupEvent{e.LabelValue, e.Size, e.Deleted}) }
+			id := "c-" + strings.ReplaceAll(cluster, "-", "")
+			if len(id) > 30 {
+				id = id[:30]
+			}
+			srv.AddCluster(acktest.Cluster{ID: id, Name: cluster, Region: "cn-beijing", Version: "1.29.3-aliyun.1",
+				NodePools: []acktest.NodePool{
+					{ID: "np-a" + id[2:8], Name: "ack-a", DesiredSize: 2, InstanceTypes: []string{"ecs.g7.xlarge"}, VSwitchIDs: []string{"vsw-1"}},
+					{ID: "np-b" + id[2:8], Name: "ack-b", DesiredSize: 2, InstanceTypes: []string{"ecs.r7.2xlarge"}, VSwitchIDs: []string{"vsw-1"}, Labels: map[string]string{"app": "vmstorage"}},
+				},
+				Addons: []acktest.Addon{{Name: "terway-eniip", Version: "v1.8.0", Latest: "v1.9.0"}}})
+			cred, err := alicredentials.NewCredential(&alicredentials.Config{Type: tea.String("access_key"), AccessKeyId: tea.String("LTAIfakefakefake"), AccessKeySecret: tea.String("fake")})
+			NewWithT(t).Expect(err).NotTo(HaveOccurred())
+			p, err := ack.New(ack.Options{Region: "cn-beijing", Endpoint: srv.URL, Credential: cred, PollInterval: time.Second})
+			NewWithT(t).Expect(err).NotTo(HaveOccurred())
+			return p, cloud.ClusterIdentity{ClusterID: id}, func() int {
+				return srv.Calls(acktest.UpgradeCluster) + srv.Calls(acktest.UpgradeClusterAddons) + srv.Calls(acktest.UpgradeClusterNodepool) +
+					srv.Calls(acktest.CreateClusterNodePool) + srv.Calls(acktest.DeleteClusterNodepool)
+			}
+		},
+	})
+}
+
 type fakeAzureCredential struct{}
 
 func (fakeAzureCredential) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
@@ -155,7 +193,12 @@ func TestUpgradeOnEachCloud(t *testing.T) {
 			ns := env.NewNamespace(t)
 			cluster := "cl-" + ns
 			var p cloud.Provider
-			labelKey := map[opsv1.CloudProvider]string{opsv1.CloudProviderEKS: eks.NodeGroupLabel, opsv1.CloudProviderGKE: gke.NodeGroupLabel, opsv1.CloudProviderAKS: aks.NodeGroupLabel}[tc.provider]
+			labelKey := map[opsv1.CloudProvider]string{opsv1.CloudProviderEKS: eks.NodeGroupLabel, opsv1.CloudProviderGKE: gke.NodeGroupLabel,
+				opsv1.CloudProviderAKS: aks.NodeGroupLabel, opsv1.CloudProviderACK: ack.NodeGroupLabel}[tc.provider]
+			target := tc.target
+			if target == "" {
+				target = "1.30"
+			}
 			p, identity, mutations := tc.start(t, cluster, nodeMirror(t, ns, labelKey))
 			reg := cloud.NewRegistry(p)
 			reg.Defaults[p.Name()] = identity
@@ -177,7 +220,7 @@ func TestUpgradeOnEachCloud(t *testing.T) {
 			op := &opsv1.ClusterUpgradeOperation{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "upgrade"},
 				Spec: opsv1.ClusterUpgradeOperationSpec{
-					K8sClusterName: cluster, Region: tc.region, CloudProvider: tc.provider, TargetVersion: "1.30",
+					K8sClusterName: cluster, Region: tc.region, CloudProvider: tc.provider, TargetVersion: target,
 					ClusterAddons: tc.addons,
 					NodeGroupUpgrades: []opsv1.NodeGroupUpgrade{
 						{NodeGroupName: tc.inPlace, Strategy: opsv1.StrategyInPlace},
@@ -185,6 +228,11 @@ func TestUpgradeOnEachCloud(t *testing.T) {
 					},
 				},
 			}
+			_, seedRef, err := reg.Resolve(p.Name(), cluster, tc.region)
+			g.Expect(err).NotTo(HaveOccurred())
+			oldSel, err := cloud.NodeSelectorFor(ctx, p, seedRef, tc.oldGroup)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(env.Client.List(ctx, &corev1.NodeList{}, client.MatchingLabels(oldSel))).To(Succeed())
 			g.Expect(env.Client.Create(ctx, op)).To(Succeed())
 			final := waitPhase(t, op, opsv1.UpgradePhaseSucceeded, 2*time.Minute)
 			for _, s := range final.Status.Steps {
@@ -214,10 +262,14 @@ func TestUpgradeOnEachCloud(t *testing.T) {
 			// in-place upgrade, the clone and the delete.
 			g.Expect(mutations()).To(Equal(4 + len(tc.addons)))
 
+			// Nodes are found by the provider's selector (ACK labels the
+			// node-pool id, not the name).
 			nodes := &corev1.NodeList{}
-			g.Expect(env.Client.List(ctx, nodes, client.MatchingLabels{labelKey: tc.oldGroup})).To(Succeed())
+			g.Expect(env.Client.List(ctx, nodes, client.MatchingLabels(oldSel))).To(Succeed())
 			g.Expect(nodes.Items).To(BeEmpty(), "the old group's Nodes are gone with it")
-			g.Expect(env.Client.List(ctx, nodes, client.MatchingLabels{labelKey: tc.newGroup})).To(Succeed())
+			newSel, err := cloud.NodeSelectorFor(ctx, p, ref, tc.newGroup)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(env.Client.List(ctx, nodes, client.MatchingLabels(newSel))).To(Succeed())
 			g.Expect(nodes.Items).NotTo(BeEmpty())
 		})
 	}
