@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
@@ -113,33 +112,12 @@ func dataMessage(data map[string]any, fallback *string) string {
 	return s
 }
 
-func isTimeout(err error) bool {
-	var netErr net.Error
-	return errors.As(err, &netErr) && netErr.Timeout()
-}
-
+// The shared helpers of package cloud, under the names this file uses.
 var (
-	urlQuery   = regexp.MustCompile(`(https?://[^\s"'?#]+)[?#][^\s"']*`)
-	urlUser    = regexp.MustCompile(`(https?://)[^/\s"'@]+@`)
-	secretKV   = regexp.MustCompile(`(?i)\b(access_?key_?secret|accesskeysecret|access_?key_?id|accesskeyid|secret|password|passwd|login_?password|token|security_?token|sts_?token|credential|signature|authorization|api_?key)(["']?\s*[:=]\s*["']?)[^\s"',;&]+`)
-	acsAuth    = regexp.MustCompile(`(?i)\b(acs|ACS3-HMAC-SHA256|bearer)\s+[^\s"',]+`)
-	akID       = regexp.MustCompile(`\bLTAI[0-9A-Za-z]{8,}\b`)
-	maxMessage = 1024
+	isTimeout       = cloud.IsTimeout
+	parseRetryAfter = cloud.ParseRetryAfter
+	sanitize        = cloud.Sanitize
 )
-
-// sanitize strips query strings and user info from URLs and redacts
-// anything that looks like a credential, then bounds the length.
-func sanitize(s string) string {
-	s = urlUser.ReplaceAllString(s, "$1")
-	s = urlQuery.ReplaceAllString(s, "$1")
-	s = acsAuth.ReplaceAllString(s, "$1 [redacted]")
-	s = secretKV.ReplaceAllString(s, "$1$2[redacted]")
-	s = akID.ReplaceAllString(s, "[redacted]")
-	if len(s) > maxMessage {
-		s = s[:maxMessage] + "…"
-	}
-	return s
-}
 
 func errorf(kind cloud.ErrorKind, op, format string, args ...any) *cloud.Error {
 	return &cloud.Error{Kind: kind, Provider: cloud.ACK, Op: op, Message: fmt.Sprintf(format, args...)}

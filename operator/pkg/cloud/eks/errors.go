@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -110,51 +107,9 @@ func classify(op string, err error) error {
 	return ce
 }
 
-func isTimeout(err error) bool {
-	var netErr net.Error
-	return errors.As(err, &netErr) && netErr.Timeout()
-}
-
-// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP
-// date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs <= 0 {
-			return 0
-		}
-		return time.Duration(secs * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
-}
-
+// The shared helpers of package cloud, under the names this file uses.
 var (
-	urlQuery   = regexp.MustCompile(`(https?://[^\s"'?#]+)[?#][^\s"']*`)
-	urlUser    = regexp.MustCompile(`(https?://)[^/\s"'@]+@`)
-	secretKV   = regexp.MustCompile(`(?i)\b(aws_?secret_?access_?key|secret_?access_?key|secret|password|passwd|token|session_?token|security_?token|credential|signature|x-amz-signature|x-amz-security-token|authorization|api_?key|access_?key_?id|accesskeysecret|client_?secret)(["']?\s*[:=]\s*["']?)[^\s"',;&]+`)
-	bearer     = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9\-._~+/]+=*`)
-	awsKeyID   = regexp.MustCompile(`\b(AKIA|ASIA)[A-Z0-9]{12,}\b`)
-	maxMessage = 1024
+	isTimeout       = cloud.IsTimeout
+	parseRetryAfter = cloud.ParseRetryAfter
+	sanitize        = cloud.Sanitize
 )
-
-// sanitize strips query strings and user info from URLs and redacts
-// anything that looks like a credential, then bounds the length.
-func sanitize(s string) string {
-	s = urlUser.ReplaceAllString(s, "$1")
-	s = urlQuery.ReplaceAllString(s, "$1")
-	s = bearer.ReplaceAllString(s, "$1 [redacted]")
-	s = secretKV.ReplaceAllString(s, "$1$2[redacted]")
-	s = awsKeyID.ReplaceAllString(s, "[redacted]")
-	if len(s) > maxMessage {
-		s = s[:maxMessage] + "…"
-	}
-	return s
-}

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -92,54 +90,12 @@ func operationConflict(msg string) bool {
 		(strings.Contains(m, "operation") && strings.Contains(m, "in progress"))
 }
 
-func isTimeout(err error) bool {
-	var netErr net.Error
-	return errors.As(err, &netErr) && netErr.Timeout()
-}
-
-// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP
-// date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs <= 0 {
-			return 0
-		}
-		return time.Duration(secs * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
-}
-
+// The shared helpers of package cloud, under the names this file uses.
 var (
-	urlQuery   = regexp.MustCompile(`(https?://[^\s"'?#]+)[?#][^\s"']*`)
-	urlUser    = regexp.MustCompile(`(https?://)[^/\s"'@]+@`)
-	secretKV   = regexp.MustCompile(`(?i)\b(private_?key(_id)?|client_?secret|secret|password|passwd|token|access_?token|refresh_?token|credential|signature|authorization|api_?key)(["']?\s*[:=]\s*["']?)[^\s"',;&]+`)
-	bearer     = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9\-._~+/]+=*`)
-	pemBlock   = regexp.MustCompile(`-----BEGIN [A-Z ]+-----[\s\S]*?-----END [A-Z ]+-----`)
-	maxMessage = 1024
+	isTimeout       = cloud.IsTimeout
+	parseRetryAfter = cloud.ParseRetryAfter
+	sanitize        = cloud.Sanitize
 )
-
-// sanitize strips query strings and user info from URLs and redacts
-// anything that looks like a credential, then bounds the length.
-func sanitize(s string) string {
-	s = pemBlock.ReplaceAllString(s, "[redacted]")
-	s = urlUser.ReplaceAllString(s, "$1")
-	s = urlQuery.ReplaceAllString(s, "$1")
-	s = bearer.ReplaceAllString(s, "$1 [redacted]")
-	s = secretKV.ReplaceAllString(s, "$1$3[redacted]")
-	if len(s) > maxMessage {
-		s = s[:maxMessage] + "…"
-	}
-	return s
-}
 
 func errorf(kind cloud.ErrorKind, op, format string, args ...any) *cloud.Error {
 	return &cloud.Error{Kind: kind, Provider: cloud.GKE, Op: op, Message: fmt.Sprintf(format, args...)}

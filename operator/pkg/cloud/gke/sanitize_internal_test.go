@@ -1,6 +1,7 @@
 package gke
 
 import (
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestSanitize(t *testing.T) {
 			for _, s := range tc.mustStill {
 				g.Expect(out).To(ContainSubstring(s))
 			}
-			g.Expect(len(out)).To(BeNumerically("<=", maxMessage+len("…")))
+			g.Expect(len(out)).To(BeNumerically("<=", cloud.MaxMessage+len("…")))
 		})
 	}
 }
