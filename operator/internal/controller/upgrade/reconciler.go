@@ -146,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		op.Status.Phase = opsv1.UpgradePhasePaused
 		return reconcile.Result{}, nil
 	case actCancel:
-		r.cancel(op, act.step)
+		r.cancel(op)
 		return reconcile.Result{}, nil
 	case actSucceed:
 		r.finish(op, opsv1.UpgradePhaseSucceeded, "All steps finished")
@@ -267,7 +267,7 @@ func (r *Reconciler) fail(op *opsv1.ClusterUpgradeOperation, msg string) {
 }
 
 // cancel ends the operation Cancelled at a safe point (nothing in flight).
-func (r *Reconciler) cancel(op *opsv1.ClusterUpgradeOperation, cur int) {
+func (r *Reconciler) cancel(op *opsv1.ClusterUpgradeOperation) {
 	for i := range op.Status.Steps {
 		st := &op.Status.Steps[i]
 		switch {

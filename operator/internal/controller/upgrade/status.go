@@ -25,10 +25,8 @@ func (r *Reconciler) summarize(s *scope) {
 			st.Phase = opsv1.UpgradePhasePending
 		}
 	}
-	if st.Phase == opsv1.UpgradePhaseRunning && op.Spec.Paused {
-		// A cloud operation is in flight; the pause takes effect after it.
-		st.Phase = opsv1.UpgradePhaseRunning
-	}
+	// Running with spec.paused means a cloud operation is still in flight:
+	// the phase becomes Paused once it finished (decide picks actPause).
 
 	st.CurrentStep = ""
 	if cur := currentStep(st.Steps); cur >= 0 {
