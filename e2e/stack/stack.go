@@ -54,9 +54,12 @@ type Stack struct {
 	// APIServer is the running ops-apiserver, if started, at APIURL.
 	APIServer *testenv.Process
 	APIURL    string
-	logDir    string
-	procs     []*testenv.Process
-	out       io.Writer
+	// Token is a bearer token the REST API accepts ("" while the API runs
+	// without authentication). Clients send it as "Authorization: Bearer".
+	Token  string
+	logDir string
+	procs  []*testenv.Process
+	out    io.Writer
 }
 
 // Start brings the stack up. On error everything started is stopped.
