@@ -30,6 +30,11 @@ type Request struct {
 	Schedule          string             `json:"schedule,omitempty"`
 	ClusterAddons     []Addon            `json:"clusterAddons,omitempty"`
 	NodeGroupUpgrades []NodeGroupUpgrade `json:"nodeGroupUpgrades,omitempty"`
+
+	// requestedVersion is the targetVersion asked for when TargetVersion
+	// was resolved from it (ACK: 1.30 → 1.30.2-aliyun.1); see
+	// resolveTarget.
+	requestedVersion string
 }
 
 // Addon is one cluster addon update.

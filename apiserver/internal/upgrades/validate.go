@@ -21,7 +21,7 @@ var (
 	versionRE     = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+)?(-[a-z0-9]+([.-][a-z0-9]+)*)?$`)
 	addonVersion  = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+)*([-+][0-9A-Za-z]+([.-][0-9A-Za-z]+)*)?$`)
 	aksPoolName   = regexp.MustCompile(`^[a-z][a-z0-9]{0,11}$`)
-	ackVersion    = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+-aliyun\.[0-9]+$`)
+	ackVersion    = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+(-aliyun\.[0-9]+)?)?$`)
 	gkePoolName   = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$`)
 	providers     = []string{"eks", "gke", "aks", "ack", "mock"}
 	strategies    = []string{"blue-green", "in-place"}
@@ -127,9 +127,10 @@ func Validate(r *Request) []apierror.FieldViolation {
 	case len(r.TargetVersion) > maxVersion || !versionRE.MatchString(r.TargetVersion):
 		add("targetVersion", "must be a Kubernetes version such as 1.30, 1.30.1 or 1.31.1-aliyun.1")
 	case r.CloudProvider == "ack" && !ackVersion.MatchString(r.TargetVersion):
-		// ACK upgrades only to full versions; checked here rather than
-		// after the operation has started.
-		add("targetVersion", "cloud provider ack needs a full ACK version such as 1.31.1-aliyun.1, not %q", r.TargetVersion)
+		// ACK upgrades only to its full versions: a shorter one is
+		// resolved against the versions ACK offers the cluster at request
+		// time (resolveTarget), a foreign suffix never matches.
+		add("targetVersion", "cloud provider ack needs a minor such as 1.31 (resolved to the newest available patch) or a full ACK version such as 1.31.1-aliyun.1, not %q", r.TargetVersion)
 	}
 	if r.Schedule != "" {
 		if _, err := time.Parse(time.RFC3339, r.Schedule); err != nil {

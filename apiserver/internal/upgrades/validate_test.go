@@ -85,7 +85,10 @@ func TestDecodeInvalid(t *testing.T) {
 		{"addon bad resolveConflicts", mutate(t, func(m map[string]any) {
 			m["clusterAddons"].([]any)[0].(map[string]any)["resolveConflicts"] = "MERGE"
 		}), "clusterAddons[0].resolveConflicts"},
-		{"ack minor-only version", mutate(t, func(m map[string]any) { m["cloudProvider"] = "ack"; delete(m, "clusterAddons") }), "targetVersion"},
+		{"ack version with a foreign suffix", mutate(t, func(m map[string]any) {
+			m["cloudProvider"], m["targetVersion"] = "ack", "1.30.1-eks.1"
+			delete(m, "clusterAddons")
+		}), "targetVersion"},
 		{"resolveConflicts on ack", mutate(t, func(m map[string]any) { m["cloudProvider"] = "ack" }), "clusterAddons[0].resolveConflicts"},
 		{"duplicate addon", mutate(t, func(m map[string]any) {
 			m["clusterAddons"] = append(m["clusterAddons"].([]any), map[string]any{"name": "vpc-cni", "version": "v1.0.0"})

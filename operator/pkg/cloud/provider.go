@@ -144,6 +144,17 @@ type NodeGroupSelector interface {
 	NodeSelector(ctx context.Context, c ClusterRef, group string) (map[string]string, error)
 }
 
+// VersionLister is implemented by providers whose upgrades take one of the
+// cloud's own full versions (ACK: 1.31.1-aliyun.1) rather than a minor:
+// AvailableVersions lists the Kubernetes versions the cluster can be at
+// after an upgrade (its current version and those the cloud offers to
+// upgrade it to), in no particular order. The apiserver resolves a
+// requested minor (1.30) to the newest of them at request time, and
+// refuses a version that is not among them.
+type VersionLister interface {
+	AvailableVersions(ctx context.Context, c ClusterRef) ([]string, error)
+}
+
 // NodeSelectorFor returns the label selector of a node group's Nodes.
 func NodeSelectorFor(ctx context.Context, p Provider, c ClusterRef, group string) (map[string]string, error) {
 	if s, ok := p.(NodeGroupSelector); ok {

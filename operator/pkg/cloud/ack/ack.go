@@ -81,6 +81,7 @@ type API interface {
 	UpgradeClusterAddonsWithContext(ctx context.Context, clusterID *string, req *cs.UpgradeClusterAddonsRequest, headers map[string]*string, rt *dara.RuntimeOptions) (*cs.UpgradeClusterAddonsResponse, error)
 	DescribeTaskInfoWithContext(ctx context.Context, taskID *string, headers map[string]*string, rt *dara.RuntimeOptions) (*cs.DescribeTaskInfoResponse, error)
 	DescribeClusterTasksWithContext(ctx context.Context, clusterID *string, req *cs.DescribeClusterTasksRequest, headers map[string]*string, rt *dara.RuntimeOptions) (*cs.DescribeClusterTasksResponse, error)
+	DescribeKubernetesVersionMetadataWithContext(ctx context.Context, req *cs.DescribeKubernetesVersionMetadataRequest, headers map[string]*string, rt *dara.RuntimeOptions) (*cs.DescribeKubernetesVersionMetadataResponse, error)
 }
 
 var _ API = (*cs.Client)(nil)
@@ -118,7 +119,11 @@ type Provider struct {
 	apis map[string]API
 }
 
-var _ cloud.Provider = (*Provider)(nil)
+var (
+	_ cloud.Provider          = (*Provider)(nil)
+	_ cloud.NodeGroupSelector = (*Provider)(nil)
+	_ cloud.VersionLister     = (*Provider)(nil)
+)
 
 // New builds the provider; SDK clients are built per region on first use.
 func New(o Options) (*Provider, error) {
@@ -233,6 +238,62 @@ func (p *Provider) detail(ctx context.Context, c cloud.ClusterRef) (*cs.Describe
 		return nil, errorf(cloud.Retryable, "DescribeClusterDetail", "empty response for cluster %q", c.ClusterID)
 	}
 	return out.Body, nil
+}
+
+// AvailableVersions lists the versions the cluster can be at after an
+// upgrade: its current version (DescribeClusterDetail), then the versions
+// ACK offers to upgrade it to (DescribeKubernetesVersionMetadata for the
+// cluster's type, profile, region and current version, with
+// QueryUpgradableVersion), in ACK's order. All are full versions
+// (1.31.1-aliyun.1).
+func (p *Provider) AvailableVersions(ctx context.Context, c cloud.ClusterRef) ([]string, error) {
+	const op = "DescribeKubernetesVersionMetadata"
+	d, err := p.detail(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	current := dara.StringValue(d.CurrentVersion)
+	if current == "" {
+		return nil, errorf(cloud.Retryable, "DescribeClusterDetail", "ACK reported no current version for cluster %s", c.ClusterID)
+	}
+	a, err := p.api(op, c)
+	if err != nil {
+		return nil, err
+	}
+	req := &cs.DescribeKubernetesVersionMetadataRequest{
+		ClusterType:            d.ClusterType,
+		KubernetesVersion:      d.CurrentVersion,
+		QueryUpgradableVersion: dara.Bool(true),
+	}
+	if dara.StringValue(d.Profile) != "" {
+		req.Profile = d.Profile
+	}
+	for _, r := range []string{dara.StringValue(d.RegionId), c.Region, p.region} {
+		if r != "" {
+			req.Region = dara.String(r)
+			break
+		}
+	}
+	out, err := a.DescribeKubernetesVersionMetadataWithContext(ctx, req, nil, rt())
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	versions := []string{current}
+	seen := map[string]bool{current: true}
+	if out != nil {
+		for _, m := range out.Body {
+			if m == nil || dara.StringValue(m.Version) != current {
+				continue
+			}
+			for _, v := range m.UpgradableVersions {
+				if s := dara.StringValue(v); s != "" && !seen[s] {
+					seen[s] = true
+					versions = append(versions, s)
+				}
+			}
+		}
+	}
+	return versions, nil
 }
 
 func (p *Provider) StartControlPlaneUpgrade(ctx context.Context, c cloud.ClusterRef, version, _ string) (string, error) {

@@ -3,10 +3,13 @@ package ack_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	cs "github.com/alibabacloud-go/cs-20151215/v7/client"
+	openapiutil "github.com/alibabacloud-go/darabonba-openapi/v2/utils"
+	"github.com/alibabacloud-go/tea/dara"
 	"github.com/alibabacloud-go/tea/tea"
 	"github.com/aliyun/credentials-go/credentials"
 	. "github.com/onsi/gomega"
@@ -358,4 +361,98 @@ func TestNodeGroupEvents(t *testing.T) {
 	g.Expect(events[2:]).To(Equal([]acktest.NodeGroupEvent{
 		{Cluster: ref.ClusterID, Name: fixture.GroupA, LabelValue: "np0aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", Version: fixture.TargetVersion, Size: 2, Labels: map[string]string{"role": "a"}},
 	}))
+}
+
+func TestAvailableVersions(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name     string
+		offered  []string // nil: the server's defaults
+		fault    acktest.Fault
+		want     []string
+		wantKind cloud.ErrorKind
+	}{
+		{name: "current and the next minor's versions", offered: []string{"1.28.9-aliyun.1", "1.29.3-aliyun.1", "1.30.1-aliyun.1", "1.30.2-aliyun.1", "1.31.1-aliyun.1"},
+			want: []string{"1.29.3-aliyun.1", "1.30.1-aliyun.1", "1.30.2-aliyun.1"}},
+		{name: "defaults", want: []string{"1.29.3-aliyun.1", "1.30.1-aliyun.1"}},
+		{name: "no next minor offered", offered: []string{"1.29.3-aliyun.1"}, want: []string{"1.29.3-aliyun.1"}},
+		{name: "current version without metadata", offered: []string{"1.30.1-aliyun.1"}, want: []string{"1.29.3-aliyun.1"}},
+		{name: "throttled", fault: acktest.Throttle, wantKind: cloud.Retryable},
+		{name: "refused", fault: acktest.Permanent, wantKind: cloud.Permanent},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			srv, p := start(t)
+			if tc.offered != nil {
+				srv.SetVersions(tc.offered...)
+			}
+			if tc.fault != 0 {
+				srv.Inject(acktest.DescribeKubernetesVersionMetadata, 1, tc.fault)
+			}
+			got, err := p.AvailableVersions(ctx, ref)
+			if tc.wantKind != "" {
+				g.Expect(cloud.KindOf(err)).To(Equal(tc.wantKind), "%v", err)
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tc.want))
+			g.Expect(srv.Calls(acktest.DescribeKubernetesVersionMetadata)).To(Equal(1))
+		})
+	}
+
+	t.Run("missing cluster", func(t *testing.T) {
+		_, p := start(t)
+		other := ref
+		other.ClusterID = "cdeadbeef"
+		_, err := p.AvailableVersions(ctx, other)
+		NewWithT(t).Expect(cloud.IsNotFound(err)).To(BeTrue(), "%v", err)
+	})
+
+	t.Run("after an upgrade", func(t *testing.T) {
+		g := NewWithT(t)
+		_, p := start(t)
+		id, err := p.StartControlPlaneUpgrade(ctx, ref, fixture.TargetVersion, "tok")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(waitDone(t, p, id).State).To(Equal(cloud.OperationSucceeded))
+		got, err := p.AvailableVersions(ctx, ref)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal([]string{fixture.TargetVersion, "1.31.1-aliyun.1"}))
+	})
+}
+
+// TestVersionMetadataWireFormat calls the fake with the SDK client itself,
+// as the provider does not: every offered version without
+// KubernetesVersion, and the fake's refusal of a request without the
+// required ClusterType.
+func TestVersionMetadataWireFormat(t *testing.T) {
+	g := NewWithT(t)
+	srv := acktest.New(t)
+	srv.SetVersions("1.30.1-aliyun.1", "1.31.1-aliyun.1")
+	cred, err := credentials.NewCredential(&credentials.Config{Type: tea.String("access_key"), AccessKeyId: tea.String(fakeKeyID), AccessKeySecret: tea.String(fakeSecret)})
+	g.Expect(err).NotTo(HaveOccurred())
+	c, err := cs.NewClient(&openapiutil.Config{Credential: cred, Protocol: tea.String("HTTP"), Endpoint: tea.String(strings.TrimPrefix(srv.URL, "http://")), RegionId: tea.String("cn-hangzhou")})
+	g.Expect(err).NotTo(HaveOccurred())
+	rt := &dara.RuntimeOptions{Autoretry: tea.Bool(false)}
+
+	out, err := c.DescribeKubernetesVersionMetadataWithContext(context.Background(), &cs.DescribeKubernetesVersionMetadataRequest{
+		ClusterType: tea.String("ManagedKubernetes"), Mode: tea.String("supported"), Region: tea.String("cn-hangzhou"),
+	}, nil, rt)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.Body).To(HaveLen(2))
+	g.Expect(tea.StringValue(out.Body[1].Version)).To(Equal("1.31.1-aliyun.1"))
+	g.Expect(tea.BoolValue(out.Body[1].Creatable)).To(BeTrue())
+	g.Expect(out.Body[1].MetaData).To(HaveKeyWithValue("KubernetesVersion", "1.31.1-aliyun.1"))
+	g.Expect(out.Body[1].UpgradableVersions).To(BeEmpty(), "upgradable versions only for one KubernetesVersion")
+
+	out, err = c.DescribeKubernetesVersionMetadataWithContext(context.Background(), &cs.DescribeKubernetesVersionMetadataRequest{
+		ClusterType: tea.String("ManagedKubernetes"), KubernetesVersion: tea.String("1.30.1-aliyun.1"), QueryUpgradableVersion: tea.Bool(true),
+	}, nil, rt)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.Body).To(HaveLen(1))
+	g.Expect(tea.StringSliceValue(out.Body[0].UpgradableVersions)).To(Equal([]string{"1.31.1-aliyun.1"}))
+
+	_, err = c.DescribeKubernetesVersionMetadataWithContext(context.Background(), &cs.DescribeKubernetesVersionMetadataRequest{}, nil, rt)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("ClusterType is required"))
 }

@@ -6,7 +6,8 @@
 // runs against it. It keeps clusters, node pools, addons and tasks in
 // memory, finishes a task after a few polls, and fails calls on demand.
 // Like ACK, UpgradeCluster upgrades the node pools too unless master_only
-// is set.
+// is set. DescribeKubernetesVersionMetadata answers from a configurable
+// list of versions (SetVersions; DefaultVersions otherwise).
 package acktest
 
 import (
@@ -40,7 +41,12 @@ const (
 	UpgradeClusterAddons      = "UpgradeClusterAddons"
 	DescribeTaskInfo          = "DescribeTaskInfo"
 	DescribeClusterTasks      = "DescribeClusterTasks"
+
+	DescribeKubernetesVersionMetadata = "DescribeKubernetesVersionMetadata"
 )
+
+// DefaultVersions are the Kubernetes versions a new server offers.
+var DefaultVersions = []string{"1.28.9-aliyun.1", "1.29.3-aliyun.1", "1.30.1-aliyun.1", "1.31.1-aliyun.1", "1.32.1-aliyun.1"}
 
 // Task types the server reports.
 const (
@@ -134,6 +140,7 @@ type Server struct {
 	calls    map[string]int
 	failOps  int
 	nextID   int
+	versions []string
 }
 
 type fault struct {
@@ -165,7 +172,8 @@ func New(tb testing.TB) *Server {
 
 // NewServer starts a server on 127.0.0.1.
 func NewServer() *Server {
-	s := &Server{clusters: map[string]*cluster{}, tasks: map[string]*task{}, faults: map[string][]fault{}, calls: map[string]int{}}
+	s := &Server{clusters: map[string]*cluster{}, tasks: map[string]*task{}, faults: map[string][]fault{}, calls: map[string]int{},
+		versions: append([]string(nil), DefaultVersions...)}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	return s
@@ -217,6 +225,18 @@ func (s *Server) AddCluster(c Cluster) {
 		st.addons[a.Name] = &addon{name: a.Name, version: a.Version, latest: a.Latest, state: "active"}
 	}
 	s.clusters[c.ID] = st
+}
+
+// SetVersions replaces the Kubernetes versions the server offers (full
+// ACK versions, 1.31.1-aliyun.1). DescribeKubernetesVersionMetadata lists
+// them; for one of them (KubernetesVersion) with QueryUpgradableVersion,
+// its upgradable_versions are the listed versions of the next minor, the
+// only upgrades UpgradeCluster accepts. A version not listed has no
+// metadata (an empty answer).
+func (s *Server) SetVersions(versions ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.versions = append([]string(nil), versions...)
 }
 
 // Inject makes the next n calls of action fail with f.
@@ -277,6 +297,7 @@ var routes = []route{
 	{http.MethodPost, UpgradeClusterAddons, regexp.MustCompile(`^/clusters/([^/]+)/components/upgrade$`), (*Server).upgradeAddons},
 	{http.MethodGet, DescribeTaskInfo, regexp.MustCompile(`^/tasks/([^/]+)$`), (*Server).describeTask},
 	{http.MethodGet, DescribeClusterTasks, regexp.MustCompile(`^/clusters/([^/]+)/tasks$`), (*Server).describeClusterTasks},
+	{http.MethodGet, DescribeKubernetesVersionMetadata, regexp.MustCompile(`^/api/v1/metadata/versions$`), (*Server).describeVersions},
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -663,6 +684,56 @@ func (s *Server) describeClusterTasks(w http.ResponseWriter, r *http.Request, m 
 			x.Error = &cs.DescribeClusterTasksResponseBodyTasksError{Code: t.Error.Code, Message: t.Error.Message}
 		}
 		out.Tasks = append(out.Tasks, x)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// describeVersions answers DescribeKubernetesVersionMetadata: a JSON
+// array of version metadata. ClusterType is required. With
+// KubernetesVersion, only that version (if offered), and its
+// upgradable_versions when QueryUpgradableVersion is true; otherwise every
+// offered version (Mode supported or creatable: all are creatable here).
+func (s *Server) describeVersions(w http.ResponseWriter, r *http.Request, _ []string) {
+	q := r.URL.Query()
+	switch ct := q.Get("ClusterType"); ct {
+	case "Kubernetes", "ManagedKubernetes", "ExternalKubernetes":
+	case "":
+		apiError(w, http.StatusBadRequest, "ErrorParameter", "ClusterType is required")
+		return
+	default:
+		apiError(w, http.StatusBadRequest, "ErrorParameter", fmt.Sprintf("invalid ClusterType %q", ct))
+		return
+	}
+	if m := q.Get("Mode"); m != "" && m != "supported" && m != "creatable" {
+		apiError(w, http.StatusBadRequest, "ErrorParameter", fmt.Sprintf("invalid Mode %q", m))
+		return
+	}
+	want, upgradable := q.Get("KubernetesVersion"), q.Get("QueryUpgradableVersion") == "true"
+	out := []*cs.DescribeKubernetesVersionMetadataResponseBody{}
+	for _, v := range s.versions {
+		if want != "" && v != want {
+			continue
+		}
+		m := &cs.DescribeKubernetesVersionMetadataResponseBody{
+			Version: str(v), Creatable: boolp(true),
+			ReleaseDate: str("2024-05-01T00:00:00Z"), ExpirationDate: str("2026-05-01T00:00:00Z"),
+			MetaData:     map[string]any{"KubernetesVersion": v, "SubClass": "default"},
+			Capabilities: map[string]any{"AnyAZ": true},
+			Runtimes:     []*cs.Runtime{{Name: str("containerd"), Version: str("1.6.28")}},
+			Images: []*cs.DescribeKubernetesVersionMetadataResponseBodyImages{{
+				ImageId: str("aliyun_3_x64_20G_alibase_20240528.vhd"), ImageName: str("Alibaba Cloud Linux  3.2104"), Platform: str("AliyunLinux"),
+				OsVersion: str("3.2104"), ImageType: str("AliyunLinux3"), OsType: str("Linux"), ImageCategory: str("system"), Architecture: str("x86_64"),
+			}},
+		}
+		if want != "" && upgradable {
+			m.UpgradableVersions = []*string{}
+			for _, next := range s.versions {
+				if nextMinor(v, next) {
+					m.UpgradableVersions = append(m.UpgradableVersions, str(next))
+				}
+			}
+		}
+		out = append(out, m)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
