@@ -2,6 +2,11 @@ package deploy
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -471,30 +476,7 @@ func TestAPIServerRBACCoversItsCalls(t *testing.T) {
 	authorized(g, api.Create(ctx, sar), "create subjectaccessreview")
 	g.Expect(sar.Status.Allowed).To(BeFalse(), "the caller has no binding yet")
 
-	// With the chart's api-operator ClusterRole bound, the same review
-	// allows it: the API-access roles grant what ops-apiserver checks.
-	g.Expect(admin.Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "caller", Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: in.fullname + "-api-operator"},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "caller", Namespace: ns}},
-	})).To(Succeed())
-	for _, tc := range []struct {
-		resource, sub, verb string
-		allowed             bool
-	}{
-		{"vmclusters", "", "create", true},
-		{"upgradeoperations", "pause", "create", true},
-		{"upgradeoperations", "dryrun", "create", true},
-		{"clusterbackups", "", "list", true},
-		{"vmclusters", "", "delete", false},
-	} {
-		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-			User: review.Status.User.Username, Groups: review.Status.User.Groups,
-			ResourceAttributes: &authzv1.ResourceAttributes{Group: "ops.observability.tidbcloud.com", Resource: tc.resource, Subresource: tc.sub, Verb: tc.verb, Namespace: ns},
-		}}
-		g.Expect(api.Create(ctx, sar)).To(Succeed())
-		g.Expect(sar.Status.Allowed).To(Equal(tc.allowed), "%s %s/%s", tc.verb, tc.resource, tc.sub)
-	}
+	// What the API-access roles grant: TestAPIAccessRolesMatchDocs.
 
 	// Outside the needed set (of all three containers of the Pod).
 	other := env.NewNamespace(t)
@@ -506,4 +488,41 @@ func TestAPIServerRBACCoversItsCalls(t *testing.T) {
 	forbidden(g, api.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}), "create pods")
 	forbidden(g, api.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "escalate", Namespace: ns}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}}), "create rolebindings")
 	forbidden(g, api.Status().Patch(ctx, &opsv1.ClusterUpgradeOperation{ObjectMeta: metav1.ObjectMeta{Name: "up1", Namespace: ns}}, client.RawPatch(types.MergePatchType, []byte(`{"status":{}}`))), "patch clusterupgradeoperations/status (clients never write status)")
+}
+
+// TestAPIAccessRolesMatchDocs checks every row of docs/auth.md's
+// permission table (which a test of apiserver/internal/app checks against
+// the routes) against the chart's three API-access ClusterRoles: a role
+// grants a row exactly when the row's lowest role is at or below it.
+func TestAPIAccessRolesMatchDocs(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	in := install(t, nil)
+	root, err := render.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "auth.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	rows := regexp.MustCompile("(?m)^\\| `[A-Z]+ [^`]+` \\| `([^`]+)` \\| `([^`]+)` \\| `([^`]+)` \\| (viewer|operator|admin) \\|$").FindAllStringSubmatch(string(doc), -1)
+	g.Expect(len(rows)).To(BeNumerically(">=", 18), "the permission table of docs/auth.md")
+
+	levels := []string{"viewer", "operator", "admin"}
+	for _, role := range levels {
+		g.Expect(env.Client.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "api-" + role, Namespace: in.ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: in.fullname + "-api-" + role},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "team-" + role}},
+		})).To(Succeed())
+	}
+	for _, row := range rows {
+		op, resource, verb, lowest := row[1], row[2], row[3], slices.Index(levels, row[4])
+		res, sub, _ := strings.Cut(resource, "/")
+		for level, role := range levels {
+			sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+				User: "someone", Groups: []string{"team-" + role},
+				ResourceAttributes: &authzv1.ResourceAttributes{Group: "ops.observability.tidbcloud.com", Resource: res, Subresource: sub, Verb: verb, Namespace: in.ns},
+			}}
+			g.Expect(env.Client.Create(ctx, sar)).To(Succeed())
+			g.Expect(sar.Status.Allowed).To(Equal(level >= lowest), "%s (%s %s) for the %s role", op, verb, resource, role)
+		}
+	}
 }

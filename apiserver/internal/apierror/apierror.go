@@ -150,6 +150,23 @@ func DeadlineExceeded(format string, args ...any) *Error {
 	return newError(http.StatusGatewayTimeout, StatusDeadlineExceeded, ReasonUnavailable, format, args...)
 }
 
+// Unauthenticated is a 401: no credentials, or credentials that are not
+// valid.
+func Unauthenticated(reason, format string, args ...any) *Error {
+	return newError(http.StatusUnauthorized, StatusUnauthenticated, reason, format, args...)
+}
+
+// PermissionDenied is a 403: the caller is known but lacks the permission
+// the message names.
+func PermissionDenied(reason, format string, args ...any) *Error {
+	return newError(http.StatusForbidden, StatusPermissionDenied, reason, format, args...)
+}
+
+// ResourceExhausted is a 429: the caller exceeded its request rate.
+func ResourceExhausted(reason, format string, args ...any) *Error {
+	return newError(http.StatusTooManyRequests, StatusResourceExhausted, reason, format, args...)
+}
+
 // Internal is a 500. The message is generic; the cause is logged.
 func Internal(cause error) *Error {
 	return newError(http.StatusInternalServerError, StatusInternal, ReasonInternal, "internal error").WithCause(cause)

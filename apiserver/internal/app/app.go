@@ -22,15 +22,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 
+	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
@@ -65,18 +71,27 @@ type App struct {
 	repoServer   *http.Server
 	repoURL      string
 
+	events record.EventBroadcaster
+	apis   []server.API
+
 	synced       atomic.Bool
 	shuttingDown atomic.Bool
 }
 
 // APIs lists every API of the server. The OpenAPI drift test builds the
 // server from this list, so a resource added here and not to the
-// document (or the other way round) fails it.
-func APIs(vm vmclusters.Operations, up *upgrades.Service) []server.API {
+// document (or the other way round) fails it. bk is the backups service;
+// it may be left out where only the routes matter (that test).
+func APIs(vm vmclusters.Operations, up *upgrades.Service, bk ...*backups.Service) []server.API {
+	var b *backups.Service
+	if len(bk) > 0 {
+		b = bk[0]
+	}
 	return []server.API{
 		openapi.API{},
 		&vmclusters.Handler{Ops: vm},
 		&upgrades.Handler{Svc: up},
+		&backups.Handler{Svc: b},
 	}
 }
 
@@ -115,7 +130,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	a.cache, err = cache.New(restCfg, cache.Options{
 		Scheme:            scheme,
-		DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}, cfg.Upgrades.Namespace: {}},
+		DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}, cfg.Upgrades.Namespace: {}, cfg.Backups.Namespace: {}},
 		ByObject: map[client.Object]cache.ByObject{
 			&helmv2.HelmRelease{}: {Label: labels.SelectorFromSet(labels.Set{vmclusters.LabelManagedBy: vmclusters.ManagedBy})},
 		},
@@ -135,11 +150,14 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if _, err := a.cache.GetInformer(ctx, &opsv1.ClusterUpgradeOperation{}); err != nil {
 		return nil, fmt.Errorf("creating ClusterUpgradeOperation informer: %w", err)
 	}
+	if _, err := a.cache.GetInformer(ctx, &opsv1.ClusterBackup{}); err != nil {
+		return nil, fmt.Errorf("creating ClusterBackup informer: %w", err)
+	}
 	registry, err := cloudRegistry(ctx, cfg.Upgrades, kube)
 	if err != nil {
 		return nil, err
 	}
-	up := &upgrades.Service{Reader: a.cache, Writer: kube, Namespace: cfg.Upgrades.Namespace, Providers: registry}
+	up := &upgrades.Service{Reader: a.cache, Writer: kube, Namespace: cfg.Upgrades.Namespace, Providers: registry, Caller: auth.CallerName}
 
 	source, err := a.chartSource(cfg.Chart)
 	if err != nil {
@@ -158,7 +176,18 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		},
 		Translator: vmclusters.Translator{Namespace: cfg.Namespace, Chart: source, Flux: cfg.Flux, Endpoints: endpoints},
 	}
+	bk := &backups.Service{
+		Reader: a.cache, Writer: kube, Namespace: cfg.Backups.Namespace, VMClusters: svc,
+		Defaults: cfg.Backups, Caller: auth.CallerName, CacheWait: 5 * time.Second,
+	}
 
+	guard, err := a.newGuard(restCfg, scheme)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+
+	a.apis = APIs(svc, up, bk)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.echo, err = server.New(server.Options{
@@ -167,7 +196,8 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		MaxBodyBytes:   cfg.MaxRequestBodyBytes,
 		RequestTimeout: cfg.RequestTimeout.Duration,
 		Ready:          a.ready,
-	}, APIs(svc, up)...)
+		Guard:          guard.Middleware,
+	}, a.apis...)
 	if err != nil {
 		a.close()
 		return nil, err
@@ -179,6 +209,42 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	a.http = server.NewHTTPServer(a.echo, a.log.WithName("http"))
 	return a, nil
+}
+
+// newGuard builds the authentication, authorization, rate limit and audit
+// of every route (docs/auth.md).
+func (a *App) newGuard(restCfg *rest.Config, scheme *runtime.Scheme) (*auth.Guard, error) {
+	c := a.cfg.Auth
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return nil, fmt.Errorf("building Kubernetes clientset: %w", err)
+	}
+	a.events = record.NewBroadcaster()
+	a.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	g := &auth.Guard{
+		Namespace: a.cfg.Namespace,
+		Limiter:   auth.NewRateLimiter(c.RateLimitQPS, c.RateLimitBurst),
+		Audit:     a.log.WithName("audit"),
+		Recorder:  a.events.NewRecorder(scheme, corev1.EventSource{Component: "ops-apiserver"}),
+		Disabled:  c.InsecureDisableAuth,
+	}
+	if c.InsecureDisableAuth {
+		a.log.Info("WARNING: AUTHENTICATION AND AUTHORIZATION ARE DISABLED (--insecure-disable-auth): anyone who can reach " +
+			a.cfg.ListenAddress + " may deploy, change and delete vmclusters and start cluster upgrades. Use this only for local experiments.")
+		return g, nil
+	}
+	var authn auth.Union
+	if c.TokenFile != "" {
+		tf, err := auth.NewTokenFile(c.TokenFile, a.log.WithName("auth"))
+		if err != nil {
+			return nil, err
+		}
+		authn = append(authn, tf)
+	}
+	authn = append(authn, auth.NewTokenReviewAuthenticator(cs.AuthenticationV1().TokenReviews(), c.TokenAudiences, c.CacheTTL.Duration))
+	g.Authenticator = authn
+	g.Authorizer = auth.NewSubjectAccessReviewAuthorizer(cs.AuthorizationV1().SubjectAccessReviews(), c.CacheTTL.Duration)
+	return g, nil
 }
 
 // cloudRegistry builds the cloud providers the nodeGroups and addons
@@ -303,6 +369,16 @@ func (a *App) Addr() string { return a.listener.Addr().String() }
 // the chart comes from a remote repository).
 func (a *App) LocalRepositoryURL() string { return a.repoURL }
 
+// Routes are the routes the server serves (each with the permission it
+// needs).
+func (a *App) Routes() []server.Route {
+	var out []server.Route
+	for _, api := range a.apis {
+		out = append(out, api.Routes()...)
+	}
+	return out
+}
+
 // Handler is the REST API handler.
 func (a *App) Handler() http.Handler { return a.echo }
 
@@ -351,6 +427,9 @@ func (a *App) Run(ctx context.Context) error {
 		return server.Serve(gctx, a.http, a.listener, timeout)
 	})
 	err := g.Wait()
+	if a.events != nil {
+		a.events.Shutdown()
+	}
 	a.log.Info("Stopped")
 	return err
 }

@@ -1,6 +1,9 @@
 package app
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -32,4 +35,30 @@ func TestRoutesMatchOpenAPI(t *testing.T) {
 	}
 	g.Expect(registered).To(Equal(documented), "route names and operationIds must match")
 	g.Expect(len(registered)).To(BeNumerically(">=", 9))
+}
+
+// TestPermissionsDocumented fails when the permission table of
+// docs/auth.md and the routes disagree: every guarded route has exactly
+// one row with its resource and verb, and every row is a route.
+func TestPermissionsDocumented(t *testing.T) {
+	g := NewWithT(t)
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "auth.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	row := regexp.MustCompile("(?m)^\\| `(GET|POST|PUT|DELETE) ([^`]+)` \\| `([^`]+)` \\| `([^`]+)` \\| `([^`]+)` \\| (viewer|operator|admin) \\|$")
+	documented := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
+		path := regexp.MustCompile(`\{([^}]+)\}`).ReplaceAllString(m[2], ":$1")
+		key := m[1] + " " + path
+		g.Expect(documented).NotTo(HaveKey(key), "%s has two rows", key)
+		documented[key] = m[3] + " " + m[4] + " " + m[5]
+	}
+	routes := map[string]string{}
+	for _, api := range APIs(nil, nil) {
+		for _, r := range api.Routes() {
+			if !r.Public {
+				routes[r.Method+" "+r.Path] = r.Name + " " + r.Resource + " " + r.Verb
+			}
+		}
+	}
+	g.Expect(documented).To(Equal(routes), "docs/auth.md's permission table and the routes differ")
 }

@@ -13,10 +13,12 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
 	"time"
+	"unicode"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/spf13/pflag"
@@ -66,6 +68,30 @@ type Config struct {
 	LocalRepository LocalRepositoryConfig `json:"localRepository"`
 	Flux            FluxConfig            `json:"flux"`
 	Upgrades        UpgradesConfig        `json:"upgrades"`
+	Backups         BackupsConfig         `json:"backups"`
+	Auth            AuthConfig            `json:"auth"`
+}
+
+// AuthConfig configures authentication, authorization, audit and the
+// per-caller rate limit of the REST API (docs/auth.md).
+type AuthConfig struct {
+	// InsecureDisableAuth serves every route to anyone. For explicit local
+	// use only; the server logs a warning at start-up.
+	InsecureDisableAuth bool `json:"insecureDisableAuth"`
+	// TokenFile is an optional file of hashed static bearer tokens
+	// (development); it is re-read when it changes.
+	TokenFile string `json:"tokenFile"`
+	// TokenAudiences are the audiences a TokenReview asks for; empty means
+	// the Kubernetes API server's own.
+	TokenAudiences []string `json:"tokenAudiences"`
+	// CacheTTL is how long a TokenReview or SubjectAccessReview answer is
+	// reused.
+	CacheTTL metav1.Duration `json:"cacheTTL"`
+	// RateLimitQPS is the sustained number of requests per second one
+	// caller may make; 0 disables the limit.
+	RateLimitQPS float64 `json:"rateLimitQPS"`
+	// RateLimitBurst is how many requests one caller may make at once.
+	RateLimitBurst int `json:"rateLimitBurst"`
 }
 
 // LogConfig configures the zap logger behind logr.
@@ -154,6 +180,12 @@ func Default() *Config {
 		},
 		LocalRepository: LocalRepositoryConfig{ListenAddress: "127.0.0.1:8089"},
 		Upgrades:        UpgradesConfig{Namespace: "observability", MockNamespace: "ops-mock-cloud"},
+		Backups:         BackupsConfig{Namespace: "observability"},
+		Auth: AuthConfig{
+			CacheTTL:       metav1.Duration{Duration: 10 * time.Second},
+			RateLimitQPS:   50,
+			RateLimitBurst: 100,
+		},
 		Flux: FluxConfig{
 			ReleaseInterval: metav1.Duration{Duration: 10 * time.Minute},
 			SourceInterval:  metav1.Duration{Duration: 10 * time.Minute},
@@ -177,6 +209,110 @@ type UpgradesConfig struct {
 	EnableMockCloud bool `json:"enableMockCloud"`
 	// MockNamespace holds the simulated cloud's state.
 	MockNamespace string `json:"mockNamespace"`
+}
+
+// BackupsConfig configures the backup API (ClusterBackup objects).
+type BackupsConfig struct {
+	// Namespace of the ClusterBackup objects. A backup that uses a
+	// credentials Secret must be in its VMCluster's namespace (the upload
+	// Jobs run there and read the Secret from there).
+	Namespace string `json:"namespace"`
+	// Destination is the destination URL of a backup whose request names
+	// none (s3://, gs://, azblob:// or fs://); empty: every request must.
+	Destination string `json:"destination"`
+	// CredentialsSecret is the Secret (in Namespace) with the object store
+	// credentials of a backup whose request names none; not used with an
+	// fs:// destination. Empty: the ambient identity (IRSA, workload
+	// identity).
+	CredentialsSecret string `json:"credentialsSecret"`
+	// CredentialsSecretKey is the key of CredentialsSecret holding a
+	// credentials file; empty: every key of the Secret is an environment
+	// variable of vmbackup.
+	CredentialsSecretKey string `json:"credentialsSecretKey"`
+}
+
+// Backup destination URL schemes (vmbackup's -dst).
+var backupSchemes = []string{"s3", "gs", "azblob", "fs"}
+
+var (
+	// bucketURLRE is the CRD's rule for object-store URLs: a bucket or
+	// container name, then an optional path.
+	bucketURLRE = regexp.MustCompile(`^[a-zA-Z0-9][-a-zA-Z0-9._]*(/.*)?$`)
+	// secretKeyRE is the rule for a Secret key.
+	secretKeyRE = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+)
+
+// MaxBackupDestinationLength bounds a backup destination URL (the CRD's
+// limit).
+const MaxBackupDestinationLength = 1024
+
+// BackupDestinationProblem returns what is wrong with a backup destination
+// URL, empty if nothing: the ClusterBackup CRD's rules for
+// spec.destination.url, which the REST API checks first. The message never
+// repeats the URL (it could hold a credential pasted by mistake).
+func BackupDestinationProblem(u string) string {
+	if u == "" {
+		return "is required"
+	}
+	if len(u) > MaxBackupDestinationLength {
+		return fmt.Sprintf("must be at most %d characters", MaxBackupDestinationLength)
+	}
+	if strings.ContainsAny(u, "?#") || strings.IndexFunc(u, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+		return "must not contain whitespace, control characters, a query string (?) or a fragment (#)"
+	}
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok || !slices.Contains(backupSchemes, scheme) {
+		return "scheme must be s3://, gs://, azblob:// or fs://"
+	}
+	if scheme == "fs" {
+		if len(rest) < 2 || rest[0] != '/' {
+			return "an fs:// URL must be an absolute path, e.g. fs:///backups"
+		}
+		return ""
+	}
+	if !bucketURLRE.MatchString(rest) {
+		return fmt.Sprintf("must name a bucket or container, e.g. %s://<bucket>/<path>", scheme)
+	}
+	return ""
+}
+
+// IsFSBackupDestination reports whether u is a local file system
+// destination, which takes no credentials.
+func IsFSBackupDestination(u string) bool { return strings.HasPrefix(u, "fs://") }
+
+// SecretKeyProblem returns what is wrong with the key of a Secret, empty if
+// nothing.
+func SecretKeyProblem(k string) string {
+	if len(k) > validation.DNS1123SubdomainMaxLength || !secretKeyRE.MatchString(k) {
+		return "must be 1 to 253 letters, digits, '-', '_' or '.'"
+	}
+	return ""
+}
+
+func (c BackupsConfig) validate() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for _, msg := range validation.IsDNS1123Label(c.Namespace) {
+		add("backups.namespace %q: %s", c.Namespace, msg)
+	}
+	if c.Destination != "" {
+		if msg := BackupDestinationProblem(c.Destination); msg != "" {
+			add("backups.destination: %s", msg)
+		}
+	}
+	if c.CredentialsSecret != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(c.CredentialsSecret) {
+			add("backups.credentialsSecret %q: %s", c.CredentialsSecret, msg)
+		}
+	}
+	if c.CredentialsSecretKey != "" {
+		if c.CredentialsSecret == "" {
+			add("backups.credentialsSecretKey needs backups.credentialsSecret")
+		} else if msg := SecretKeyProblem(c.CredentialsSecretKey); msg != "" {
+			add("backups.credentialsSecretKey: %s", msg)
+		}
+	}
+	return errs
 }
 
 // DefaultEndpoints are the endpoints of a VMCluster managed by the
@@ -227,6 +363,18 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Upgrades.CloudConfig, "cloud-config", c.Upgrades.CloudConfig, "Cloud providers' configuration file (see docs/providers); empty enables no real cloud.")
 	fs.BoolVar(&c.Upgrades.EnableMockCloud, "enable-mock-cloud", c.Upgrades.EnableMockCloud, "Register the simulated cloud (cloudProvider mock), for the local stack and tests.")
 	fs.StringVar(&c.Upgrades.MockNamespace, "mock-namespace", c.Upgrades.MockNamespace, "Namespace of the simulated cloud's state.")
+
+	fs.StringVar(&c.Backups.Namespace, "backup-namespace", c.Backups.Namespace, "Namespace of the ClusterBackup objects.")
+	fs.StringVar(&c.Backups.Destination, "backup-destination", c.Backups.Destination, "Destination URL (s3://, gs://, azblob:// or fs://) of a backup whose request names none; empty: every request must.")
+	fs.StringVar(&c.Backups.CredentialsSecret, "backup-credentials-secret", c.Backups.CredentialsSecret, "Secret (in --backup-namespace) with the object store credentials of a backup whose request names none; empty: the ambient identity.")
+	fs.StringVar(&c.Backups.CredentialsSecretKey, "backup-credentials-secret-key", c.Backups.CredentialsSecretKey, "Key of --backup-credentials-secret holding a credentials file; empty: every key is an environment variable.")
+
+	fs.BoolVar(&c.Auth.InsecureDisableAuth, "insecure-disable-auth", c.Auth.InsecureDisableAuth, "Serve every route without authentication or authorization. Local experiments only.")
+	fs.StringVar(&c.Auth.TokenFile, "auth-token-file", c.Auth.TokenFile, "File of hashed static bearer tokens (development; see docs/auth.md), re-read when it changes.")
+	fs.StringSliceVar(&c.Auth.TokenAudiences, "auth-token-audiences", c.Auth.TokenAudiences, "Audiences the TokenReview of a bearer token asks for; empty: the Kubernetes API server's.")
+	fs.DurationVar(&c.Auth.CacheTTL.Duration, "auth-cache-ttl", c.Auth.CacheTTL.Duration, "How long a TokenReview or SubjectAccessReview answer is reused.")
+	fs.Float64Var(&c.Auth.RateLimitQPS, "rate-limit-qps", c.Auth.RateLimitQPS, "Sustained requests per second per caller; 0 disables the limit.")
+	fs.IntVar(&c.Auth.RateLimitBurst, "rate-limit-burst", c.Auth.RateLimitBurst, "Requests one caller may make at once.")
 }
 
 // NewFlagSet returns a FlagSet bound to c.
@@ -373,6 +521,16 @@ func (c *Config) Validate() error {
 	}
 	if f.MaxHistory < 0 {
 		add("flux.maxHistory must not be negative")
+	}
+	errs = append(errs, c.Backups.validate()...)
+	if c.Auth.CacheTTL.Duration < 0 || c.Auth.CacheTTL.Duration > 10*time.Minute {
+		add("auth.cacheTTL must be between 0 and 10m")
+	}
+	if c.Auth.RateLimitQPS < 0 {
+		add("auth.rateLimitQPS must not be negative")
+	}
+	if c.Auth.RateLimitQPS > 0 && c.Auth.RateLimitBurst < 1 {
+		add("auth.rateLimitBurst must be at least 1 when auth.rateLimitQPS is set")
 	}
 	return errors.Join(errs...)
 }

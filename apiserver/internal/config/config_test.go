@@ -3,6 +3,7 @@ package config_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,12 +91,86 @@ func TestValidate(t *testing.T) {
 		{"bad log level", []string{"--log-level", "loud"}, "log.level"},
 		{"bad retries", []string{"--flux-install-retries", "-2"}, "installRetries"},
 		{"short interval", []string{"--flux-release-interval", "10ms"}, "releaseInterval"},
+		{"bad backup namespace", []string{"--backup-namespace", "Bad_NS"}, "backups.namespace"},
+		{"bad backup scheme", []string{"--backup-destination", "https://bucket/x"}, "backups.destination: scheme must be"},
+		{"backup bucket missing", []string{"--backup-destination", "s3://"}, "backups.destination: must name a bucket"},
+		{"relative fs backup", []string{"--backup-destination", "fs://backups"}, "backups.destination: an fs:// URL must be an absolute path"},
+		{"backup query string", []string{"--backup-destination", "s3://b/p?x=1"}, "backups.destination: must not contain"},
+		{"bad backup secret", []string{"--backup-credentials-secret", "Not_A_Name"}, "backups.credentialsSecret"},
+		{"backup key without secret", []string{"--backup-credentials-secret-key", "credentials"}, "needs backups.credentialsSecret"},
+		{"bad backup key", []string{"--backup-credentials-secret", "creds", "--backup-credentials-secret-key", "a/b"}, "backups.credentialsSecretKey"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
 			_, err := config.Load("test", tt.args)
 			g.Expect(err).To(MatchError(ContainSubstring(tt.want)))
+		})
+	}
+}
+
+func TestBackups(t *testing.T) {
+	g := NewWithT(t)
+	cfg, err := config.Load("test", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Backups).To(Equal(config.BackupsConfig{Namespace: "observability"}), "same namespace as the upgrades; no default destination")
+
+	dir := t.TempDir()
+	file := filepath.Join(dir, "config.yaml")
+	g.Expect(os.WriteFile(file, []byte(`
+backups:
+  namespace: backups
+  destination: s3://o11y-backups/prod
+  credentialsSecret: from-file
+  credentialsSecretKey: credentials
+`), 0o600)).To(Succeed())
+	cfg, err = config.Load("test", []string{"--config", file, "--backup-credentials-secret", "from-flag"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Backups).To(Equal(config.BackupsConfig{
+		Namespace: "backups", Destination: "s3://o11y-backups/prod", CredentialsSecret: "from-flag", CredentialsSecretKey: "credentials",
+	}))
+
+	cfg, err = config.Load("test", []string{"--backup-destination", "fs:///var/backups"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Backups.Destination).To(Equal("fs:///var/backups"))
+}
+
+func TestBackupDestinationProblem(t *testing.T) {
+	tests := []struct {
+		url  string
+		want string
+	}{
+		{"s3://bucket", ""},
+		{"s3://o11y-backups/prod/eu", ""},
+		{"gs://bucket.example/x", ""},
+		{"azblob://container/path", ""},
+		{"fs:///backups", ""},
+		{"", "is required"},
+		{"http://bucket/x", "scheme must be"},
+		{"S3://bucket", "scheme must be"},
+		{"bucket/x", "scheme must be"},
+		{"s3://", "must name a bucket"},
+		{"s3:///path", "must name a bucket"},
+		{"s3://key:secret@bucket/x", "must name a bucket"},
+		{"gs://-bucket", "must name a bucket"},
+		{"fs://", "absolute path"},
+		{"fs:///", "absolute path"},
+		{"fs://relative/path", "absolute path"},
+		{"s3://bucket/a b", "must not contain"},
+		{"s3://bucket/p#frag", "must not contain"},
+		{"s3://bucket/p\x00", "must not contain"},
+		{"s3://bucket/" + strings.Repeat("p", 1020), "at most 1024"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			g := NewWithT(t)
+			got := config.BackupDestinationProblem(tt.url)
+			if tt.want == "" {
+				g.Expect(got).To(BeEmpty())
+				return
+			}
+			g.Expect(got).To(ContainSubstring(tt.want))
+			g.Expect(got).NotTo(ContainSubstring("secret"), "the message never repeats the URL")
 		})
 	}
 }

@@ -35,7 +35,7 @@ type API struct{}
 // Routes implements server.API.
 func (API) Routes() []server.Route {
 	return []server.Route{{
-		Method: http.MethodGet, Path: Path, Name: "openapi",
+		Method: http.MethodGet, Path: Path, Name: "openapi", Public: true,
 		Handler: func(c echo.Context) error {
 			return c.Blob(http.StatusOK, "application/yaml", Document)
 		},

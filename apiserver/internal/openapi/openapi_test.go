@@ -1,11 +1,13 @@
 package openapi
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"sigs.k8s.io/yaml"
 )
 
 // TestDocsCopy keeps docs/openapi.yaml equal to the embedded source of
@@ -28,4 +30,41 @@ func TestOperations(t *testing.T) {
 	}
 	_, err = Operations([]byte("swagger: '2.0'\npaths: {}\n"))
 	g.Expect(err).To(HaveOccurred())
+}
+
+// TestSecurityDocumented: the document says which operations want a
+// bearer token (all but the operational ones, which opt out with an empty
+// security list) and documents their 401, 403 and 429 answers.
+func TestSecurityDocumented(t *testing.T) {
+	g := NewWithT(t)
+	var d struct {
+		Security []map[string][]string                 `json:"security"`
+		Paths    map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	type operation struct {
+		OperationID string                 `json:"operationId"`
+		Security    *[]map[string][]string `json:"security"`
+		Responses   map[string]any         `json:"responses"`
+	}
+	g.Expect(yaml.Unmarshal(Document, &d)).To(Succeed())
+	g.Expect(d.Security).To(ContainElement(HaveKey("bearerAuth")))
+	public := map[string]bool{"healthz": true, "readyz": true, "metrics": true, "openapi": true}
+	for path, ops := range d.Paths {
+		for method, raw := range ops {
+			if !methods[method] {
+				continue
+			}
+			var op operation
+			g.Expect(json.Unmarshal(raw, &op)).To(Succeed())
+			if public[op.OperationID] {
+				g.Expect(op.Security).NotTo(BeNil(), "%s %s is public: it needs `security: []`", method, path)
+				g.Expect(*op.Security).To(BeEmpty())
+				continue
+			}
+			g.Expect(op.Security).To(BeNil(), "%s %s must use the document's bearerAuth", method, path)
+			for _, code := range []string{"401", "403", "429"} {
+				g.Expect(op.Responses).To(HaveKey(code), "%s %s (%s) does not document %s", method, path, op.OperationID, code)
+			}
+		}
+	}
 }

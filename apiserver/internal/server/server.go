@@ -4,8 +4,9 @@
 // writes every error as the AIP-193 body, /healthz, /readyz and /metrics.
 //
 // Resources plug in as APIs: each lists its routes with the permission
-// they need, so authentication and authorization can be added as
-// middleware (Options.Middleware) without touching the resources.
+// they need, so authentication and authorization wrap every route
+// (Options.Guard, package auth) without touching the resources. A route
+// must either name its permission or say it is public.
 package server
 
 import (
@@ -40,9 +41,11 @@ type Route struct {
 	Handler echo.HandlerFunc
 	// Resource and Verb are the permission the route needs (for example
 	// "vmclusters", "create"); authorization maps them to a Kubernetes
-	// SubjectAccessReview. Public routes leave them empty.
+	// SubjectAccessReview. Required unless Public.
 	Resource string
 	Verb     string
+	// Public routes (the OpenAPI document) are served to anyone.
+	Public bool
 }
 
 // API is a set of routes (one resource, or the OpenAPI document).
@@ -61,9 +64,10 @@ type Options struct {
 	RequestTimeout time.Duration
 	// Ready reports readiness for /readyz; nil error means ready.
 	Ready func(context.Context) error
-	// Middleware runs after logging, metrics and recovery, before the
-	// handlers of API routes (not of /healthz, /readyz, /metrics).
-	Middleware []echo.MiddlewareFunc
+	// Guard, when set, wraps the handler of every route that is not
+	// Public (authentication, rate limit, authorization, audit). It runs
+	// after the request id, logging, metrics and recovery.
+	Guard func(Route) echo.MiddlewareFunc
 }
 
 // Paths of the operational endpoints.
@@ -122,8 +126,15 @@ func New(opts Options, apis ...API) (*echo.Echo, error) {
 				return nil, fmt.Errorf("route %s registered twice", key)
 			}
 			seen[key] = true
+			if !r.Public && (r.Resource == "" || r.Verb == "") {
+				return nil, fmt.Errorf("route %s (%s) names no permission (Resource and Verb) and is not Public", key, r.Name)
+			}
 			known[r.Path] = true
-			e.Add(r.Method, r.Path, r.Handler, opts.Middleware...).Name = r.Name
+			var mw []echo.MiddlewareFunc
+			if opts.Guard != nil && !r.Public {
+				mw = append(mw, opts.Guard(r))
+			}
+			e.Add(r.Method, r.Path, r.Handler, mw...).Name = r.Name
 		}
 	}
 	return e, nil

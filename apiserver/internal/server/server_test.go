@@ -23,7 +23,7 @@ type testAPI struct{}
 
 func (testAPI) Routes() []server.Route {
 	return []server.Route{
-		{Method: http.MethodGet, Path: "/things/:id", Name: "things.get", Handler: func(c echo.Context) error {
+		{Method: http.MethodGet, Path: "/things/:id", Name: "things.get", Public: true, Handler: func(c echo.Context) error {
 			switch c.Param("id") {
 			case "panic":
 				panic("boom")
@@ -38,7 +38,7 @@ func (testAPI) Routes() []server.Route {
 			}
 			return c.JSON(http.StatusOK, map[string]string{"id": c.Param("id"), "requestID": server.RequestID(c.Request().Context())})
 		}},
-		{Method: http.MethodPost, Path: "/things", Name: "things.create", Handler: func(c echo.Context) error {
+		{Method: http.MethodPost, Path: "/things", Name: "things.create", Public: true, Handler: func(c echo.Context) error {
 			b, err := server.ReadBody(c)
 			if err != nil {
 				return err
@@ -195,4 +195,19 @@ func TestDuplicateRoute(t *testing.T) {
 	g := NewWithT(t)
 	_, err := server.New(server.Options{}, testAPI{}, testAPI{})
 	g.Expect(err).To(MatchError(ContainSubstring("registered twice")))
+}
+
+type unguarded struct{}
+
+func (unguarded) Routes() []server.Route {
+	return []server.Route{{Method: http.MethodGet, Path: "/open", Name: "open", Handler: func(echo.Context) error { return nil }}}
+}
+
+// A route that names no permission and is not marked public is a
+// programming error caught at start-up, not an unauthenticated route.
+func TestRouteWithoutPermissionIsRefused(t *testing.T) {
+	_, err := server.New(server.Options{}, unguarded{})
+	if err == nil || !strings.Contains(err.Error(), "names no permission") {
+		t.Fatalf("err = %v, want a refusal naming the missing permission", err)
+	}
 }

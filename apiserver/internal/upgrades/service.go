@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
@@ -42,7 +44,8 @@ type Service struct {
 // derived from the key, so a retry finds the operation its first attempt
 // created: the same request returns it, a different one is a 409.
 func (s *Service) Create(ctx context.Context, req *Request, key string) (Operation, bool, error) {
-	if err := s.checkCloud(req); err != nil {
+	req, err := s.checkCloud(ctx, req)
+	if err != nil {
 		return Operation{}, false, err
 	}
 	obj := s.build(ctx, req, key)
@@ -52,7 +55,7 @@ func (s *Service) Create(ctx context.Context, req *Request, key string) (Operati
 			if gerr := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); gerr != nil {
 				return Operation{}, false, apierror.FromKubernetes(gerr)
 			}
-			if existing.Annotations[AnnotationIdempotencyKey] == key && equality.Semantic.DeepEqual(specForCompare(existing.Spec), specForCompare(obj.Spec)) {
+			if existing.Annotations[AnnotationIdempotencyKey] == key && equality.Semantic.DeepEqual(specForCompare(requestedSpec(existing)), specForCompare(requestedSpec(obj))) {
 				return toOperation(existing), false, nil
 			}
 			return Operation{}, false, apierror.AlreadyExists(apierror.ReasonAlreadyExists,
@@ -60,7 +63,16 @@ func (s *Service) Create(ctx context.Context, req *Request, key string) (Operati
 		}
 		return Operation{}, false, apierror.FromKubernetes(err)
 	}
+	auth.RecordTarget(ctx, objectRef(obj), "CreatedThroughAPI", "Created")
 	return toOperation(obj), true, nil
+}
+
+// objectRef names an operation for audit lines and Events.
+func objectRef(o *opsv1.ClusterUpgradeOperation) corev1.ObjectReference {
+	return corev1.ObjectReference{
+		APIVersion: opsv1.GroupVersion.String(), Kind: opsv1.ClusterUpgradeOperationKind,
+		Namespace: o.Namespace, Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion,
+	}
 }
 
 func specForCompare(s opsv1.ClusterUpgradeOperationSpec) opsv1.ClusterUpgradeOperationSpec {
@@ -73,7 +85,8 @@ func specForCompare(s opsv1.ClusterUpgradeOperationSpec) opsv1.ClusterUpgradeOpe
 // idempotency key the name shown is one the API server generated for the
 // dry run; the real create generates another.
 func (s *Service) DryRun(ctx context.Context, req *Request, key string) (Operation, error) {
-	if err := s.checkCloud(req); err != nil {
+	req, err := s.checkCloud(ctx, req)
+	if err != nil {
 		return Operation{}, err
 	}
 	obj := s.build(ctx, req, key)
@@ -87,22 +100,26 @@ func (s *Service) DryRun(ctx context.Context, req *Request, key string) (Operati
 // checkCloud refuses, at request time, an operation the operator could
 // not carry out for lack of configuration: a provider that is not
 // configured, or a cluster whose cloud identity (GKE project, AKS
-// subscription and resource group, ACK cluster id) is not mapped. Without a
-// registry (tests of validation alone) nothing is checked.
-func (s *Service) checkCloud(req *Request) error {
+// subscription and resource group, ACK cluster id) is not mapped. It
+// returns the request with its target version resolved against the
+// versions the cloud offers the cluster, for a provider that needs its own
+// full versions (ACK; see resolveTarget). Without a registry (tests of
+// validation alone) nothing is checked.
+func (s *Service) checkCloud(ctx context.Context, req *Request) (*Request, error) {
 	if s.Providers == nil {
-		return nil
+		return req, nil
 	}
-	if _, _, err := s.Providers.Resolve(req.CloudProvider, req.K8sClusterName, req.Region); err != nil {
+	p, ref, err := s.Providers.Resolve(req.CloudProvider, req.K8sClusterName, req.Region)
+	if err != nil {
 		var ce *cloud.Error
 		msg := err.Error()
 		if errors.As(err, &ce) {
 			msg = ce.Message
 		}
-		return apierror.InvalidArgument("the cluster cannot be reached with this server's configuration",
+		return nil, apierror.InvalidArgument("the cluster cannot be reached with this server's configuration",
 			apierror.Violation("cloudProvider", "%s", msg))
 	}
-	return nil
+	return resolveTarget(ctx, p, ref, req)
 }
 
 func (s *Service) build(ctx context.Context, req *Request, key string) *opsv1.ClusterUpgradeOperation {
@@ -113,6 +130,9 @@ func (s *Service) build(ctx context.Context, req *Request, key string) *opsv1.Cl
 			Annotations: map[string]string{},
 		},
 		Spec: toSpec(req),
+	}
+	if req.requestedVersion != "" {
+		obj.Annotations[AnnotationRequestedVersion] = req.requestedVersion
 	}
 	if key != "" {
 		sum := sha256.Sum256([]byte(key))
@@ -151,12 +171,13 @@ func (s *Service) find(ctx context.Context, id string) (*opsv1.ClusterUpgradeOpe
 		return nil, apierror.FromKubernetes(err)
 	}
 	list := &opsv1.ClusterUpgradeOperationList{}
-	if err := s.Reader.List(ctx, list, client.InNamespace(s.Namespace)); err != nil {
+	// The shared cached objects, read only: only the match is copied.
+	if err := s.Reader.List(ctx, list, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, apierror.FromKubernetes(err)
 	}
 	for i := range list.Items {
 		if string(list.Items[i].UID) == id {
-			return &list.Items[i], nil
+			return list.Items[i].DeepCopy(), nil
 		}
 	}
 	return nil, notFound(id)
@@ -245,7 +266,10 @@ func decodeCursor(tok string) (cursor, bool) {
 // List returns one page, newest first (creation time, then name).
 func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, error) {
 	list := &opsv1.ClusterUpgradeOperationList{}
-	opts := []client.ListOption{client.InNamespace(s.Namespace)}
+	// The cache's own objects, not copies: a list only reads them (filter,
+	// sort, translate the page), and copying every operation of the
+	// namespace on every request was most of a list's cost.
+	opts := []client.ListOption{client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy}
 	if err := s.Reader.List(ctx, list, opts...); err != nil {
 		return ListResponse{}, apierror.FromKubernetes(err)
 	}
@@ -327,6 +351,11 @@ func (s *Service) setPaused(ctx context.Context, id string, paused bool) (Operat
 	if err := s.Writer.Patch(ctx, out, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager)); err != nil {
 		return Operation{}, apierror.FromKubernetes(err)
 	}
+	if paused {
+		auth.RecordTarget(ctx, objectRef(out), "PausedThroughAPI", "Paused")
+	} else {
+		auth.RecordTarget(ctx, objectRef(out), "ResumedThroughAPI", "Resumed")
+	}
 	return toOperation(out), nil
 }
 
@@ -344,6 +373,7 @@ func (s *Service) Delete(ctx context.Context, id string) (DeleteResponse, error)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return DeleteResponse{}, apierror.FromKubernetes(err)
 		}
+		auth.RecordTarget(ctx, objectRef(obj), "DeletedThroughAPI", "Deleted")
 		resp.Result = "Deleted"
 		return resp, nil
 	}
@@ -354,6 +384,7 @@ func (s *Service) Delete(ctx context.Context, id string) (DeleteResponse, error)
 			return DeleteResponse{}, apierror.FromKubernetes(err)
 		}
 	}
+	auth.RecordTarget(ctx, objectRef(out), "CancelledThroughAPI", "Cancellation requested")
 	op := toOperation(out)
 	resp.Result, resp.Operation = "Cancelling", &op
 	return resp, nil

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/app"
+	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 )
@@ -41,6 +44,9 @@ type apiServer struct {
 	hc   *http.Client
 }
 
+// testToken is the bearer token of the tests' caller.
+const testToken = "integration-test-token"
+
 // startServer starts an ops-apiserver for namespace ns, with the chart
 // from the test's http repository unless configure says otherwise, and
 // waits until it is ready. It stops with the test.
@@ -53,6 +59,11 @@ func startServer(t *testing.T, ns string, configure func(*config.Config)) *apiSe
 	cfg.Namespace = ns
 	cfg.Chart.Repository = chartRepoURL
 	cfg.Chart.Version = "0.1.0"
+	// Authentication stays on: the tests call as a static-token user of
+	// group system:masters, whom the real SubjectAccessReview allows all.
+	cfg.Auth.TokenFile = filepath.Join(t.TempDir(), "tokens.csv")
+	g.Expect(os.WriteFile(cfg.Auth.TokenFile, []byte(auth.HashToken(testToken)+`,integration-tester,,"system:masters"`+"\n"), 0o600)).To(Succeed())
+	cfg.Auth.RateLimitQPS = 0
 	if configure != nil {
 		configure(cfg)
 	}
@@ -110,6 +121,7 @@ func (s *apiServer) do(method, path string, body any) (int, []byte) {
 	if r != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
 	resp, err := s.hc.Do(req)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)

@@ -1,0 +1,188 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"github.com/labstack/echo/v4"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/server"
+)
+
+// Reasons (ErrorInfo.reason) of the errors of this package.
+const (
+	ReasonNoCredentials    = "NO_CREDENTIALS"
+	ReasonInvalidToken     = "INVALID_TOKEN"
+	ReasonForbidden        = "FORBIDDEN"
+	ReasonRateLimited      = "RATE_LIMITED"
+	ReasonAuthUnavailable  = "AUTH_UNAVAILABLE"
+	HeaderWWWAuthenticate  = "WWW-Authenticate"
+	HeaderRetryAfter       = "Retry-After"
+	realm                  = `Bearer realm="ops-apiserver"`
+	anonymousWhenAuthIsOff = "anonymous"
+)
+
+// Guard authenticates, rate-limits, authorizes and audits the requests of
+// every non-public route (server.Options.Guard).
+type Guard struct {
+	// Authenticator checks bearer tokens. Required unless Disabled.
+	Authenticator Authenticator
+	// Authorizer checks each route's permission. Required unless
+	// Disabled.
+	Authorizer Authorizer
+	// Namespace is the namespace permissions are checked in (a RoleBinding
+	// there grants access).
+	Namespace string
+	// Limiter limits each caller's request rate; nil: no limit.
+	Limiter *RateLimiter
+	// Audit receives one line per mutating request.
+	Audit logr.Logger
+	// Recorder, when set, records an Event naming the caller on the object
+	// a mutating request changed (see RecordTarget).
+	Recorder record.EventRecorder
+	// Disabled serves every request without authentication or
+	// authorization (explicit local use only). Rate limit and audit still
+	// apply, with every caller named "anonymous".
+	Disabled bool
+}
+
+// Middleware implements server.Options.Guard.
+func (g *Guard) Middleware(r server.Route) echo.MiddlewareFunc {
+	perm := Permission{Verb: r.Verb, Resource: r.Resource, Namespace: g.Namespace}
+	mutating := r.Method != http.MethodGet && r.Method != http.MethodHead
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			ctx := c.Request().Context()
+			u, err := g.authenticate(c)
+			if err != nil {
+				return err
+			}
+			if ok, wait := g.Limiter.Allow(u.Name); !ok {
+				c.Response().Header().Set(HeaderRetryAfter, strconv.Itoa(retryAfterSeconds(wait)))
+				return apierror.ResourceExhausted(ReasonRateLimited, "too many requests from %q; retry after %s", u.Name, wait.Round(1e6))
+			}
+			// Authorize before any lookup: a forbidden caller learns nothing
+			// about which objects exist.
+			if !g.Disabled {
+				d, err := g.Authorizer.Authorize(ctx, u, perm)
+				if err != nil {
+					return apierror.Unavailable("cannot check permissions now: %v", err).WithReason(ReasonAuthUnavailable)
+				}
+				if !d.Allowed {
+					return apierror.PermissionDenied(ReasonForbidden, "user %q cannot %s", u.Name, perm).
+						WithMetadata("verb", perm.Verb).WithMetadata("resource", perm.Resource).
+						WithMetadata("apiGroup", Group).WithMetadata("namespace", perm.Namespace)
+				}
+			}
+			rec := &auditRecord{}
+			ctx = context.WithValue(WithUser(ctx, u), auditKey{}, rec)
+			c.SetRequest(c.Request().WithContext(ctx))
+			if !mutating {
+				return next(c)
+			}
+			if err := next(c); err != nil {
+				c.Error(err)
+			}
+			g.audit(c, r, u, rec)
+			return nil
+		}
+	}
+}
+
+func (g *Guard) authenticate(c echo.Context) (*User, error) {
+	if g.Disabled {
+		return &User{Name: anonymousWhenAuthIsOff}, nil
+	}
+	h := c.Request().Header.Get(echo.HeaderAuthorization)
+	scheme, token, _ := strings.Cut(h, " ")
+	token = strings.TrimSpace(token)
+	if h == "" || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		c.Response().Header().Set(HeaderWWWAuthenticate, realm)
+		return nil, apierror.Unauthenticated(ReasonNoCredentials, "authentication required: send a bearer token (Authorization: Bearer <token>)")
+	}
+	u, ok, err := g.Authenticator.AuthenticateToken(c.Request().Context(), token)
+	if err != nil && !ok {
+		return nil, apierror.Unavailable("cannot check credentials now: %v", err).WithReason(ReasonAuthUnavailable)
+	}
+	if !ok {
+		c.Response().Header().Set(HeaderWWWAuthenticate, realm+`, error="invalid_token"`)
+		return nil, apierror.Unauthenticated(ReasonInvalidToken, "the bearer token is not valid (expired, revoked or unknown)")
+	}
+	return u, nil
+}
+
+// audit writes the audit line of a mutating request and, when the
+// handler named the object it changed, an Event on it.
+func (g *Guard) audit(c echo.Context, r server.Route, u *User, rec *auditRecord) {
+	status := c.Response().Status
+	result := "success"
+	if status >= 400 {
+		result = "failure"
+	}
+	params := map[string]string{}
+	for _, n := range c.ParamNames() {
+		params[n] = c.Param(n)
+	}
+	kv := []any{
+		"audit", true,
+		"user", u.Name, "groups", u.Groups,
+		"operation", r.Name, "verb", r.Verb, "resource", r.Resource,
+		"method", c.Request().Method, "path", c.Request().URL.Path, "params", params,
+		"status", status, "result", result,
+		"requestID", server.RequestID(c.Request().Context()),
+	}
+	targets := rec.get()
+	for _, t := range targets {
+		kv = append(kv, "target", fmt.Sprintf("%s %s/%s", t.ref.Kind, t.ref.Namespace, t.ref.Name))
+	}
+	g.Audit.Info("Audit", kv...)
+	if g.Recorder == nil || status >= 400 {
+		return
+	}
+	for _, t := range targets {
+		ref := t.ref
+		g.Recorder.Eventf(&ref, corev1.EventTypeNormal, t.reason, "%s by %q through the REST API (%s, request %s)",
+			t.action, u.Name, r.Name, server.RequestID(c.Request().Context()))
+	}
+}
+
+type auditKey struct{}
+
+type auditRecord struct {
+	mu      sync.Mutex
+	targets []auditTarget
+}
+
+type auditTarget struct {
+	ref    corev1.ObjectReference
+	reason string
+	action string
+}
+
+func (a *auditRecord) get() []auditTarget {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]auditTarget(nil), a.targets...)
+}
+
+// RecordTarget names the object a mutating request changed, for the audit
+// line and the Event recorded on it: reason is the Event reason
+// ("CreatedThroughAPI"), action what happened ("Created", "Paused").
+// Outside a guarded request it does nothing.
+func RecordTarget(ctx context.Context, ref corev1.ObjectReference, reason, action string) {
+	rec, _ := ctx.Value(auditKey{}).(*auditRecord)
+	if rec == nil {
+		return
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.targets = append(rec.targets, auditTarget{ref: ref, reason: reason, action: action})
+}

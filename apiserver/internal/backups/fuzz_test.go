@@ -1,0 +1,69 @@
+package backups_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
+	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+)
+
+// oneVMCluster resolves every id to the same vmcluster.
+type oneVMCluster struct{ v vmclusters.VMCluster }
+
+func (o oneVMCluster) Get(context.Context, string) (vmclusters.VMCluster, error) { return o.v, nil }
+
+// FuzzDecode feeds arbitrary bodies to the request decoder and validator:
+// it must never panic; every rejection is a 400 with at least one field
+// violation; every acceptance becomes an object the API server accepts too
+// (so the CRD's schema and CEL rules never refuse what the REST
+// validation let through).
+func FuzzDecode(f *testing.F) {
+	f.Add(``)
+	f.Add(`{}`)
+	f.Add(`{"destination":{"url":"s3://o11y-backups/prod","credentials_secret":"backup-credentials","credentials_secret_key":"credentials"},"concurrency":2,"deletion_policy":"Retain"}`)
+	f.Add(`{"destination":{"url":"gs://b.example/x/y"},"concurrency":32,"deletion_policy":"Delete"}`)
+	f.Add(`{"destination":{"url":"azblob://container","credentials_secret":""}}`)
+	f.Add(`{"destination":{"url":"fs:///var/backups"},"concurrency":1}`)
+	f.Add(`{"destination":{"url":"fs:////"}}`)
+	f.Add(`{"destination":{"url":"s3://b/\u00e9t\u00e9"}}`)
+	f.Add(`{"destination":{"url":"s3://b/p?x"}}`)
+	f.Add(`{"concurrency":0}`)
+	f.Add(`[]`)
+	ns, err := env.CreateNamespace(context.Background(), "fuzz")
+	if err != nil {
+		f.Fatal(err)
+	}
+	svc := &backups.Service{
+		Reader: env.Client, Writer: env.Client, Namespace: ns,
+		VMClusters: oneVMCluster{vmclusters.VMCluster{Name: "vmclusters/vmcluster", ID: "00000000-0000-0000-0000-000000000001",
+			HelmReleaseInfo: vmclusters.HelmReleaseInfo{ReleaseName: "vmcluster", ReleaseNamespace: ns}}},
+		Defaults: config.BackupsConfig{Destination: "s3://default-bucket", CredentialsSecret: "default-credentials"},
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		req, err := backups.Decode([]byte(body))
+		if err != nil {
+			if err.Code != 400 || len(err.Violations) == 0 {
+				t.Fatalf("rejection without a field violation: %d %+v", err.Code, err)
+			}
+			return
+		}
+		if _, _, cerr := svc.Create(context.Background(), "vmcluster", req, ""); cerr != nil {
+			t.Fatalf("accepted by the REST validation but refused on create: %v\nbody: %s", cerr, body)
+		}
+	})
+}
+
+// TestAnnotationKeys: the backups record the caller and the idempotency
+// key under the same annotations as the upgrades and the auth layer.
+func TestAnnotationKeys(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(backups.AnnotationInitiatedBy).To(Equal(upgrades.AnnotationInitiatedBy))
+	g.Expect(backups.AnnotationInitiatedBy).To(Equal(auth.AnnotationInitiatedBy))
+	g.Expect(backups.AnnotationIdempotencyKey).To(Equal(upgrades.AnnotationIdempotencyKey))
+}

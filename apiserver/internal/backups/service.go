@@ -1,0 +1,363 @@
+package backups
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+)
+
+// FieldManager is the field manager of ops-apiserver's writes.
+const FieldManager = "ops-server"
+
+// Reasons of the backup errors (ErrorInfo.reason).
+const (
+	ReasonNotFound          = "BACKUP_NOT_FOUND"
+	ReasonVMClusterDeleting = "VMCLUSTER_DELETING"
+)
+
+// VMClusters resolves a vmcluster id (UID or name) the way the vmclusters
+// API does: a NotFound API error when there is none. *vmclusters.Service
+// implements it.
+type VMClusters interface {
+	Get(ctx context.Context, id string) (vmclusters.VMCluster, error)
+}
+
+// Service decides; it reads from the informer cache and writes to the API
+// server.
+type Service struct {
+	// Reader is the informer cache (ClusterBackups of Namespace).
+	Reader client.Reader
+	// Writer writes to, and reads after a DELETE from, the API server.
+	Writer client.Client
+	// Namespace of the ClusterBackup objects.
+	Namespace  string
+	VMClusters VMClusters
+	// Defaults are the server's destination and credentials (Namespace is
+	// not used).
+	Defaults config.BackupsConfig
+	// Caller names the authenticated caller of a request (for the
+	// initiated-by annotation); nil or "" when unknown.
+	Caller func(context.Context) string
+	// CacheWait bounds the wait for the cache to see a write, so that a
+	// read after a write sees it (default 5s).
+	CacheWait time.Duration
+}
+
+func notFound(id string) *apierror.Error {
+	if len(id) > 80 {
+		id = id[:80] + "..."
+	}
+	return apierror.NotFound(ReasonNotFound, "backup %q not found", id).WithMetadata("backupId", id)
+}
+
+// target resolves the vmcluster of a request.
+func (s *Service) target(ctx context.Context, vmclusterID string) (target, error) {
+	v, err := s.VMClusters.Get(ctx, vmclusterID)
+	if err != nil {
+		return target{}, err
+	}
+	t := targetOf(v)
+	if v.Status == vmclusters.StatusDeleting {
+		return t, apierror.FailedPrecondition(ReasonVMClusterDeleting, "vmcluster %q is being deleted", t.Name)
+	}
+	return t, nil
+}
+
+// destination applies the server's defaults to the request's destination
+// and checks what the request alone could not: that there is a
+// destination, and that a credentials Secret can be read by the upload
+// Jobs, which run in the VMCluster's namespace.
+func (s *Service) destination(t target, req *Request) (Destination, error) {
+	var d Destination
+	rd := req.Destination
+	if rd == nil {
+		rd = &DestinationRequest{}
+	}
+	d.URL = rd.URL
+	if d.URL == "" {
+		d.URL = s.Defaults.Destination
+	}
+	if d.URL == "" {
+		return d, apierror.InvalidArgument("the backup request has no destination",
+			apierror.Violation("destination.url", "is required: this server has no default backup destination (backups.destination, --backup-destination); pass one, e.g. s3://<bucket>/<path>"))
+	}
+	fs := config.IsFSBackupDestination(d.URL)
+	switch {
+	case rd.CredentialsSecret != nil:
+		d.CredentialsSecret, d.CredentialsSecretKey = *rd.CredentialsSecret, rd.CredentialsSecretKey
+		if d.CredentialsSecret != "" && fs {
+			return d, apierror.InvalidArgument("the backup request is invalid",
+				apierror.Violation("destination.credentials_secret", "is not used with an fs:// destination"))
+		}
+	case !fs:
+		// The default credentials go with object stores only.
+		d.CredentialsSecret, d.CredentialsSecretKey = s.Defaults.CredentialsSecret, s.Defaults.CredentialsSecretKey
+	}
+	if d.CredentialsSecret != "" && t.Namespace != s.Namespace {
+		return d, apierror.InvalidArgument("the backup cannot use a credentials Secret",
+			apierror.Violation("destination.credentials_secret",
+				"the upload Jobs run in the VMCluster's namespace %s and read the Secret from there, but backups are created in %s (backups.namespace); "+
+					"set credentials_secret to \"\" to use the ambient identity", t.Namespace, s.Namespace))
+	}
+	return d, nil
+}
+
+// Create creates a backup of a vmcluster. With an idempotency key the
+// object name is derived from the key, so a retry finds the backup its
+// first attempt created: the same request returns it (created false), a
+// different one is a 409.
+func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, key string) (Backup, bool, error) {
+	t, err := s.target(ctx, vmclusterID)
+	if err != nil {
+		return Backup{}, false, err
+	}
+	dest, err := s.destination(t, req)
+	if err != nil {
+		return Backup{}, false, err
+	}
+	obj := &opsv1.ClusterBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Labels: objectLabels(t), Annotations: map[string]string{}},
+		Spec:       toSpec(t, dest, req),
+	}
+	if key != "" {
+		obj.Name = keyName(key)
+		obj.Annotations[AnnotationIdempotencyKey] = key
+	} else {
+		obj.GenerateName = generateName(t.Name)
+	}
+	if s.Caller != nil {
+		if who := s.Caller(ctx); who != "" {
+			obj.Annotations[AnnotationInitiatedBy] = who
+		}
+	}
+	if err := s.Writer.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+		if apierrors.IsAlreadyExists(err) && key != "" {
+			return s.createExisting(ctx, obj, key)
+		}
+		return Backup{}, false, apierror.FromKubernetes(err)
+	}
+	auth.RecordTarget(ctx, objectRef(obj), "CreatedThroughAPI", "Created")
+	logr.FromContextOrDiscard(ctx).Info("Created backup", "clusterBackup", klog.KObj(obj), "uid", obj.UID, "vmcluster", t.Name)
+	uid := obj.UID
+	s.waitForCache(ctx, obj.Name, func(c *opsv1.ClusterBackup) bool { return c != nil && c.UID == uid })
+	return toBackup(obj), true, nil
+}
+
+// objectRef names a ClusterBackup for the audit line and the Event
+// recorded on it.
+func objectRef(o *opsv1.ClusterBackup) corev1.ObjectReference {
+	return corev1.ObjectReference{
+		APIVersion: opsv1.GroupVersion.String(), Kind: opsv1.ClusterBackupKind,
+		Namespace: o.Namespace, Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion,
+	}
+}
+
+func (s *Service) createExisting(ctx context.Context, obj *opsv1.ClusterBackup, key string) (Backup, bool, error) {
+	existing := &opsv1.ClusterBackup{}
+	if err := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+		return Backup{}, false, apierror.FromKubernetes(err)
+	}
+	if existing.Annotations[AnnotationIdempotencyKey] == key &&
+		existing.Labels[LabelVMClusterID] == obj.Labels[LabelVMClusterID] &&
+		equality.Semantic.DeepEqual(specForCompare(existing.Spec), specForCompare(obj.Spec)) {
+		return toBackup(existing), false, nil
+	}
+	return Backup{}, false, apierror.AlreadyExists(apierror.ReasonAlreadyExists,
+		"Idempotency-Key %q was already used for a different backup request (backup %s)", key, existing.Name)
+}
+
+// Get returns a backup of a vmcluster by name or id (UID).
+func (s *Service) Get(ctx context.Context, vmclusterID, backupID string) (Backup, error) {
+	t, err := s.resolve(ctx, vmclusterID)
+	if err != nil {
+		return Backup{}, err
+	}
+	obj, err := s.find(ctx, t, backupID)
+	if err != nil {
+		return Backup{}, err
+	}
+	return toBackup(obj), nil
+}
+
+// resolve is target for reads: a vmcluster being deleted can still be
+// read.
+func (s *Service) resolve(ctx context.Context, vmclusterID string) (target, error) {
+	t, err := s.target(ctx, vmclusterID)
+	if e, ok := apierror.As(err); ok && e.Reason == ReasonVMClusterDeleting {
+		return t, nil
+	}
+	return t, err
+}
+
+// find returns the backup named, or with the UID, id, if it belongs to
+// the vmcluster t.
+func (s *Service) find(ctx context.Context, t target, id string) (*opsv1.ClusterBackup, error) {
+	if id == "" || len(id) > 253 {
+		return nil, notFound(id)
+	}
+	obj := &opsv1.ClusterBackup{}
+	err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: id}, obj)
+	switch {
+	case err == nil:
+		if obj.Labels[LabelVMClusterID] != t.ID {
+			return nil, notFound(id)
+		}
+		return obj, nil
+	case !apierrors.IsNotFound(err):
+		return nil, apierror.FromKubernetes(err)
+	}
+	list, err := s.list(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	for i := range list {
+		if string(list[i].UID) == id {
+			return &list[i], nil
+		}
+	}
+	return nil, notFound(id)
+}
+
+func (s *Service) list(ctx context.Context, t target) ([]opsv1.ClusterBackup, error) {
+	list := &opsv1.ClusterBackupList{}
+	if err := s.Reader.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels{LabelVMClusterID: t.ID}); err != nil {
+		return nil, apierror.FromKubernetes(err)
+	}
+	return list.Items, nil
+}
+
+// List returns one page of the backups of a vmcluster, newest first
+// (creation time, then name).
+func (s *Service) List(ctx context.Context, vmclusterID string, req ListRequest) (ListResponse, error) {
+	t, err := s.resolve(ctx, vmclusterID)
+	if err != nil {
+		return ListResponse{}, err
+	}
+	if req.After != nil && req.After.VMCluster != t.ID {
+		return ListResponse{}, badToken()
+	}
+	items, err := s.list(ctx, t)
+	if err != nil {
+		return ListResponse{}, err
+	}
+	page, next := paginate(items, t.ID, req)
+	out := ListResponse{Backups: make([]Backup, 0, len(page)), NextPageToken: next}
+	for i := range page {
+		out.Backups = append(out.Backups, toBackup(&page[i]))
+	}
+	return out, nil
+}
+
+// paginate sorts items newest first and returns the page after req.After
+// and the token of the next page ("" on the last page).
+func paginate(items []opsv1.ClusterBackup, vmclusterID string, req ListRequest) ([]opsv1.ClusterBackup, string) {
+	sort.Slice(items, func(i, j int) bool { return newer(&items[i], &items[j]) })
+	start := 0
+	if a := req.After; a != nil {
+		start = sort.Search(len(items), func(i int) bool {
+			ti := items[i].CreationTimestamp.Unix()
+			return ti < a.Created || ti == a.Created && items[i].Name > a.Name
+		})
+	}
+	size := req.PageSize
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	end := min(start+size, len(items))
+	page := items[start:end]
+	if end < len(items) && len(page) > 0 {
+		last := page[len(page)-1]
+		return page, encodeCursor(cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, VMCluster: vmclusterID})
+	}
+	return page, ""
+}
+
+// newer orders newest first; equal creation seconds by name ascending.
+func newer(a, b *opsv1.ClusterBackup) bool {
+	ta, tb := a.CreationTimestamp.Unix(), b.CreationTimestamp.Unix()
+	if ta != tb {
+		return ta > tb
+	}
+	return a.Name < b.Name
+}
+
+// Delete deletes a backup. The operator's finalizer deletes what is left
+// of the snapshots and, with deletionPolicy Delete, the data; until it is
+// done the object stays, with Deleting. Deleting a backup already being
+// deleted is accepted again.
+func (s *Service) Delete(ctx context.Context, vmclusterID, backupID string) (DeleteResponse, error) {
+	t, err := s.resolve(ctx, vmclusterID)
+	if err != nil {
+		return DeleteResponse{}, err
+	}
+	obj, err := s.find(ctx, t, backupID)
+	if err != nil {
+		return DeleteResponse{}, err
+	}
+	resp := DeleteResponse{ID: string(obj.UID), Name: toBackup(obj).Name, Result: ResultDeleted}
+	if obj.DeletionTimestamp == nil {
+		// UID only: the operator patches the status all the time, so a
+		// resourceVersion precondition would fail for no reason.
+		err := s.Writer.Delete(ctx, obj, client.Preconditions{UID: &obj.UID})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return DeleteResponse{}, apierror.FromKubernetes(err)
+		}
+		auth.RecordTarget(ctx, objectRef(obj), "DeletedThroughAPI", "Deletion requested")
+		logr.FromContextOrDiscard(ctx).Info("Deleted backup", "clusterBackup", klog.KObj(obj), "uid", obj.UID)
+	}
+	live := &opsv1.ClusterBackup{}
+	err = s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), live)
+	switch {
+	case err == nil && live.UID == obj.UID:
+		b := toBackup(live)
+		resp.Result, resp.Backup = ResultDeleting, &b
+	case err != nil && !apierrors.IsNotFound(err):
+		return DeleteResponse{}, apierror.FromKubernetes(err)
+	}
+	uid := obj.UID
+	s.waitForCache(ctx, obj.Name, func(c *opsv1.ClusterBackup) bool {
+		return c == nil || c.UID != uid || c.DeletionTimestamp != nil
+	})
+	return resp, nil
+}
+
+// waitForCache waits, bounded by CacheWait, until the cached backup name
+// satisfies done (called with nil when absent). It gives up silently: the
+// response is built from the write's result either way.
+func (s *Service) waitForCache(ctx context.Context, name string, done func(*opsv1.ClusterBackup) bool) {
+	timeout := s.CacheWait
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		obj := &opsv1.ClusterBackup{}
+		err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, obj)
+		if apierrors.IsNotFound(err) {
+			return done(nil), nil
+		}
+		if err != nil {
+			return false, nil
+		}
+		return done(obj), nil
+	})
+	if err != nil {
+		logr.FromContextOrDiscard(ctx).V(1).Info("Cache did not catch up with a write in time", "clusterBackup", fmt.Sprintf("%s/%s", s.Namespace, name), "error", err.Error())
+	}
+}

@@ -1,0 +1,226 @@
+package backups
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+)
+
+// The rules below are the CRD's (operator/api/v1alpha1), checked here
+// first so a caller gets one field violation per bad field; the API
+// server's own validation runs on create as well.
+const (
+	minConcurrency = 1
+	maxConcurrency = 32
+	// maxIdempotencyKey bounds the Idempotency-Key header.
+	maxIdempotencyKey = 255
+)
+
+var deletionPolicies = []string{string(opsv1.DeletionPolicyRetain), string(opsv1.DeletionPolicyDelete)}
+
+// Decode parses and validates a POST body. An empty body is an empty
+// request (every field is optional); unknown fields and wrong JSON types
+// are rejected, every problem is a field violation.
+func Decode(body []byte) (*Request, *apierror.Error) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return &Request{}, nil
+	}
+	if trimmed[0] != '{' {
+		return nil, apierror.InvalidArgument("the request body must be a JSON object", apierror.Violation("body", "must be a JSON object"))
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	var req Request
+	if err := dec.Decode(&req); err != nil {
+		return nil, decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, apierror.InvalidArgument("the request body must hold one JSON object", apierror.Violation("body", "unexpected data after the JSON object"))
+	}
+	if v := Validate(&req); len(v) > 0 {
+		return nil, apierror.InvalidArgument(fmt.Sprintf("the backup request has %d invalid field(s)", len(v)), v...)
+	}
+	return &req, nil
+}
+
+func decodeError(err error) *apierror.Error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		return apierror.InvalidArgument("a field has the wrong JSON type",
+			apierror.Violation(field, "must be %s", jsonKind(typeErr.Type.Kind().String())))
+	case errors.As(err, &syntaxErr):
+		return apierror.InvalidArgument("the request body is not valid JSON",
+			apierror.Violation("body", "malformed JSON at byte %d", syntaxErr.Offset))
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return apierror.InvalidArgument("the request has an unknown field", apierror.Violation(name, "unknown field"))
+	default:
+		return apierror.InvalidArgument("the request body is not valid JSON", apierror.Violation("body", "malformed JSON"))
+	}
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a JSON string"
+	case "bool":
+		return "a JSON boolean"
+	case "struct", "map":
+		return "a JSON object"
+	case "int64", "int32", "int":
+		return "an integer"
+	default:
+		return "of another JSON type"
+	}
+}
+
+// Validate returns one violation per bad field of a request (what the
+// server's defaults add is checked by the service).
+func Validate(r *Request) []apierror.FieldViolation {
+	var v []apierror.FieldViolation
+	add := func(field, format string, args ...any) { v = append(v, apierror.Violation(field, format, args...)) }
+	if d := r.Destination; d != nil {
+		if d.URL != "" {
+			if msg := config.BackupDestinationProblem(d.URL); msg != "" {
+				add("destination.url", "%s", msg)
+			}
+		}
+		switch {
+		case d.CredentialsSecret != nil && *d.CredentialsSecret != "":
+			if len(validation.IsDNS1123Subdomain(*d.CredentialsSecret)) > 0 {
+				add("destination.credentials_secret", "must be a Secret name: at most 253 lower case letters, digits, '-' and '.', starting and ending with a letter or digit")
+			}
+			if d.URL != "" && config.IsFSBackupDestination(d.URL) {
+				add("destination.credentials_secret", "is not used with an fs:// destination")
+			}
+		case d.CredentialsSecretKey != "":
+			add("destination.credentials_secret_key", "needs destination.credentials_secret")
+		}
+		if d.CredentialsSecretKey != "" {
+			if msg := config.SecretKeyProblem(d.CredentialsSecretKey); msg != "" {
+				add("destination.credentials_secret_key", "%s", msg)
+			}
+		}
+	}
+	if r.Concurrency != nil && (*r.Concurrency < minConcurrency || *r.Concurrency > maxConcurrency) {
+		add("concurrency", "must be between %d and %d", minConcurrency, maxConcurrency)
+	}
+	if r.DeletionPolicy != "" && r.DeletionPolicy != deletionPolicies[0] && r.DeletionPolicy != deletionPolicies[1] {
+		add("deletion_policy", "must be one of %s", strings.Join(deletionPolicies, ", "))
+	}
+	return v
+}
+
+// ValidateIdempotencyKey checks the Idempotency-Key header.
+func ValidateIdempotencyKey(key string) *apierror.Error {
+	if len(key) > maxIdempotencyKey {
+		return apierror.InvalidArgument("invalid Idempotency-Key",
+			apierror.Violation(IdempotencyHeader, "must be at most %d characters", maxIdempotencyKey))
+	}
+	return nil
+}
+
+// Page sizes (AIP-158).
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 1000
+)
+
+// maxPageTokenLength bounds the token before decoding it.
+const maxPageTokenLength = 512
+
+// cursor is the content of a page token: the position the next page
+// starts after (backups are listed newest first: creation time, then
+// name), and the vmcluster the token belongs to. The token is
+// base64url(JSON) and opaque to clients; it is only a cursor, so deletions
+// and creations between pages never cause a gap or a repeat among the
+// backups that exist throughout.
+type cursor struct {
+	Version   int    `json:"v"`
+	Created   int64  `json:"c"`
+	Name      string `json:"n"`
+	VMCluster string `json:"m"`
+}
+
+const pageTokenVersion = 1
+
+func encodeCursor(c cursor) string {
+	c.Version = pageTokenVersion
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+var errBadToken = errors.New("is not a page token returned by this API for this query")
+
+func decodeCursor(token string) (*cursor, error) {
+	if len(token) > maxPageTokenLength {
+		return nil, errBadToken
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return nil, errBadToken
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var c cursor
+	if err := dec.Decode(&c); err != nil || dec.More() {
+		return nil, errBadToken
+	}
+	if c.Version != pageTokenVersion || c.Name == "" || c.VMCluster == "" || len(validation.IsDNS1123Subdomain(c.Name)) > 0 {
+		return nil, errBadToken
+	}
+	return &c, nil
+}
+
+// ParseList validates the list query: page_size (0..1000, 0 means 50)
+// and page_token. Other parameters are ignored. Whether the token belongs
+// to the vmcluster listed is checked by the service.
+func ParseList(q url.Values) (ListRequest, *apierror.Error) {
+	req := ListRequest{PageSize: DefaultPageSize}
+	var violations []apierror.FieldViolation
+	if s := q.Get("page_size"); s != "" {
+		n, err := strconv.Atoi(s)
+		switch {
+		case err != nil:
+			violations = append(violations, apierror.Violation("page_size", "must be an integer"))
+		case n < 0 || n > MaxPageSize:
+			violations = append(violations, apierror.Violation("page_size", "must be between 0 and %d", MaxPageSize))
+		case n > 0:
+			req.PageSize = n
+		}
+	}
+	if tok := q.Get("page_token"); tok != "" {
+		c, err := decodeCursor(tok)
+		if err != nil {
+			violations = append(violations, apierror.Violation("page_token", "%v", err))
+		}
+		req.After = c
+	}
+	if len(violations) > 0 {
+		return ListRequest{}, apierror.InvalidArgument("the list request is invalid", violations...)
+	}
+	return req, nil
+}
+
+func badToken() *apierror.Error {
+	return apierror.InvalidArgument("the list request is invalid", apierror.Violation("page_token", "%v", errBadToken))
+}

@@ -1,0 +1,427 @@
+// Package authz tests the REST API's authentication, authorization and
+// audit on a real kube-apiserver (which serves TokenReview and
+// SubjectAccessReview) with real ServiceAccounts, Roles and RoleBindings.
+// It walks every operation of the OpenAPI document, so a route added
+// without a permission, or without a case here, fails it.
+package authz
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/go-logr/logr/funcr"
+	. "github.com/onsi/gomega"
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/app"
+	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
+	"github.com/tidbcloud/ops-server/apiserver/internal/server"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
+	"github.com/tidbcloud/ops-server/operator/testenv"
+)
+
+var env *testenv.Environment
+
+const adminToken = "authz-test-admin-token"
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+// auditLog collects the apiserver's audit lines.
+type auditLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *auditLog) add(prefix, args string) {
+	if !strings.Contains(prefix, "audit") {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, args)
+}
+
+func (l *auditLog) find(operation, user string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range l.lines {
+		if strings.Contains(line, fmt.Sprintf(`"operation"=%q`, operation)) && strings.Contains(line, fmt.Sprintf(`"user"=%q`, user)) {
+			return line
+		}
+	}
+	return ""
+}
+
+type fixture struct {
+	t      *testing.T
+	ns     string
+	base   string
+	kube   client.Client
+	cs     *kubernetes.Clientset
+	audits *auditLog
+	routes map[string]server.Route
+}
+
+func start(t *testing.T) *fixture {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	mockNS := ns + "-cloud"
+	g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mockNS}})).To(Succeed())
+	p := &mock.Provider{Client: env.Client, Namespace: mockNS}
+	g.Expect(p.Seed(ctx, cloud.ClusterRef{Provider: cloud.Mock, Name: "dev-cluster", Region: "local"}, mock.ClusterState{
+		Version: "1.29",
+		NodeGroups: map[string]*mock.NodeGroupState{
+			"observability-ng": {Size: 1, InstanceTypes: []string{"m5.xlarge"}},
+		},
+		Addons: map[string]*mock.AddonState{"vpc-cni": {Version: "v1.18.3", AvailableVersions: []string{"v1.18.3", "v1.18.5"}}},
+	})).To(Succeed())
+
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	g.Expect(os.WriteFile(tokens, []byte(auth.HashToken(adminToken)+`,test-admin,,"system:masters"`+"\n"), 0o600)).To(Succeed())
+
+	cfg := config.Default()
+	cfg.ListenAddress = "127.0.0.1:0"
+	cfg.LocalRepository.ListenAddress = "127.0.0.1:0"
+	cfg.Namespace = ns
+	cfg.Upgrades.Namespace = ns
+	cfg.Upgrades.EnableMockCloud = true
+	cfg.Upgrades.MockNamespace = mockNS
+	cfg.Backups.Namespace = ns
+	cfg.Backups.Destination = "fs:///var/backups/vm"
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	cfg.Chart.LocalDir = filepath.Join(root, "deploy", "charts", "vmcluster")
+	cfg.Auth.TokenFile = tokens
+	cfg.Auth.RateLimitQPS = 0
+	g.Expect(cfg.Validate()).To(Succeed())
+
+	audits := &auditLog{}
+	log := funcr.New(audits.add, funcr.Options{})
+	actx, cancel := context.WithCancel(ctx)
+	a, err := app.New(actx, app.Options{Config: cfg, RESTConfig: env.Config, Logger: log})
+	if err != nil {
+		cancel()
+		t.Fatalf("app.New: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(actx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	f := &fixture{t: t, ns: ns, base: "http://" + a.Addr(), kube: env.Client, audits: audits, routes: map[string]server.Route{}}
+	f.cs, err = kubernetes.NewForConfig(env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, r := range a.Routes() {
+		f.routes[r.Name] = r
+	}
+	g.Eventually(func() int {
+		code, _ := f.do(http.MethodGet, "/readyz", "", "")
+		return code
+	}, 30*time.Second, 50*time.Millisecond).Should(Equal(http.StatusOK))
+	return f
+}
+
+func (f *fixture) do(method, path, body, token string) (int, []byte) {
+	f.t.Helper()
+	req, err := http.NewRequest(method, f.base+path, strings.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set(server.HeaderRequestID, "authz-test")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// admin sends a request as the token file's system:masters user and wants
+// a 2xx.
+func (f *fixture) admin(method, path, body string) []byte {
+	f.t.Helper()
+	code, out := f.do(method, path, body, adminToken)
+	if code/100 != 2 {
+		f.t.Fatalf("setup %s %s: %d %s", method, path, code, out)
+	}
+	return out
+}
+
+// serviceAccount creates a ServiceAccount, binds it to a Role granting
+// exactly perms (none: no Role), and returns its user name and a token.
+func (f *fixture) serviceAccount(name string, perms ...auth.Permission) (string, string) {
+	f.t.Helper()
+	ctx := context.Background()
+	g := NewWithT(f.t)
+	g.Expect(f.kube.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}})).To(Succeed())
+	if len(perms) > 0 {
+		role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}}
+		for _, p := range perms {
+			role.Rules = append(role.Rules, rbacv1.PolicyRule{APIGroups: []string{auth.Group}, Resources: []string{p.Resource}, Verbs: []string{p.Verb}})
+		}
+		g.Expect(f.kube.Create(ctx, role)).To(Succeed())
+		g.Expect(f.kube.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: f.ns}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		})).To(Succeed())
+	}
+	tr, err := f.cs.CoreV1().ServiceAccounts(f.ns).CreateToken(ctx, name, &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	return "system:serviceaccount:" + f.ns + ":" + name, tr.Status.Token
+}
+
+// request is one call of an operation: its concrete path and body, the
+// same path for a missing object (GETs of one object), and how to check
+// that the caller was recorded on what it created.
+type request struct {
+	path, body  string
+	missingPath string
+	initiatedBy func(user string)
+}
+
+const vmclustersPath = "/api/v1/observability-ops/vmclusters"
+
+const upgradeRequest = `{"k8sClusterName": "dev-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.30",
+  "nodeGroupUpgrades": [{"nodeGroupName": "observability-ng", "strategy": "in-place", "requiresVMStorageRollout": false}]}`
+
+func (f *fixture) vmcluster(name string) string {
+	var v struct {
+		ID string `json:"id"`
+	}
+	out := f.admin(http.MethodPost, vmclustersPath, fmt.Sprintf(`{"name":%q}`, name))
+	NewWithT(f.t).Expect(json.Unmarshal(out, &v)).To(Succeed())
+	return v.ID
+}
+
+func (f *fixture) upgrade(paused bool) string {
+	var op struct {
+		ID string `json:"id"`
+	}
+	NewWithT(f.t).Expect(json.Unmarshal(f.admin(http.MethodPost, "/ops/api/v1/upgradeOperations", upgradeRequest), &op)).To(Succeed())
+	if paused {
+		f.admin(http.MethodPut, "/ops/api/v1/upgradeOperations/"+op.ID+"/pause", "")
+	}
+	return op.ID
+}
+
+func (f *fixture) backup(vmclusterID string) string {
+	var b struct {
+		ID string `json:"id"`
+	}
+	NewWithT(f.t).Expect(json.Unmarshal(f.admin(http.MethodPost, vmclustersPath+"/"+vmclusterID+"/backups", `{}`), &b)).To(Succeed())
+	return b.ID
+}
+
+func (f *fixture) annotation(obj client.Object, user string) {
+	f.t.Helper()
+	NewWithT(f.t).Eventually(func() string {
+		if err := f.kube.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err.Error()
+		}
+		return obj.GetAnnotations()[auth.AnnotationInitiatedBy]
+	}, 10*time.Second, 50*time.Millisecond).Should(Equal(user), "initiated-by annotation of %s", obj.GetName())
+}
+
+// requests builds, for each operation id, a request that succeeds for a
+// caller holding the operation's permission. Objects it needs are created
+// first by the admin.
+func (f *fixture) requests(op string, i int) (request, bool) {
+	name := fmt.Sprintf("authz-%d", i)
+	switch op {
+	case "vmclusters.create":
+		return request{path: vmclustersPath, body: fmt.Sprintf(`{"name":%q}`, name), initiatedBy: func(user string) {
+			f.annotation(&helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}}, user)
+		}}, true
+	case "vmclusters.list":
+		return request{path: vmclustersPath + "?page_size=5"}, true
+	case "vmclusters.get":
+		id := f.vmcluster(name)
+		return request{path: vmclustersPath + "/" + id, missingPath: vmclustersPath + "/no-such-vmcluster"}, true
+	case "vmclusters.update":
+		id := f.vmcluster(name)
+		return request{path: vmclustersPath + "/" + id, body: `{"values":{"vmstorage":{"replicaCount":2}}}`}, true
+	case "vmclusters.delete":
+		return request{path: vmclustersPath + "/" + f.vmcluster(name)}, true
+	case "backups.create":
+		id := f.vmcluster(name)
+		return request{path: vmclustersPath + "/" + id + "/backups", body: `{}`, initiatedBy: func(user string) {
+			list := &opsv1.ClusterBackupList{}
+			NewWithT(f.t).Expect(f.kube.List(context.Background(), list, client.InNamespace(f.ns))).To(Succeed())
+			found := slices.ContainsFunc(list.Items, func(b opsv1.ClusterBackup) bool { return b.Annotations[auth.AnnotationInitiatedBy] == user })
+			NewWithT(f.t).Expect(found).To(BeTrue(), "no ClusterBackup initiated by %s", user)
+		}}, true
+	case "backups.list":
+		return request{path: vmclustersPath + "/" + f.vmcluster(name) + "/backups"}, true
+	case "backups.get":
+		id := f.vmcluster(name)
+		b := f.backup(id)
+		return request{path: vmclustersPath + "/" + id + "/backups/" + b, missingPath: vmclustersPath + "/" + id + "/backups/no-such-backup"}, true
+	case "backups.delete":
+		id := f.vmcluster(name)
+		return request{path: vmclustersPath + "/" + id + "/backups/" + f.backup(id)}, true
+	case "upgradeOperations.create":
+		return request{path: "/ops/api/v1/upgradeOperations", body: upgradeRequest, initiatedBy: func(user string) {
+			list := &opsv1.ClusterUpgradeOperationList{}
+			NewWithT(f.t).Expect(f.kube.List(context.Background(), list, client.InNamespace(f.ns))).To(Succeed())
+			found := slices.ContainsFunc(list.Items, func(o opsv1.ClusterUpgradeOperation) bool { return o.Annotations[auth.AnnotationInitiatedBy] == user })
+			NewWithT(f.t).Expect(found).To(BeTrue(), "no ClusterUpgradeOperation initiated by %s", user)
+		}}, true
+	case "upgradeOperations.dryRun":
+		return request{path: "/ops/api/v1/upgradeOperations/dry-run", body: upgradeRequest}, true
+	case "upgradeOperations.list":
+		return request{path: "/ops/api/v1/upgradeOperations?k8sClusterName=dev-cluster"}, true
+	case "upgradeOperations.get":
+		return request{path: "/ops/api/v1/upgradeOperations/" + f.upgrade(false), missingPath: "/ops/api/v1/upgradeOperations/no-such-operation"}, true
+	case "upgradeOperations.delete":
+		return request{path: "/ops/api/v1/upgradeOperations/" + f.upgrade(false)}, true
+	case "upgradeOperations.pause":
+		return request{path: "/ops/api/v1/upgradeOperations/" + f.upgrade(false) + "/pause"}, true
+	case "upgradeOperations.resume":
+		return request{path: "/ops/api/v1/upgradeOperations/" + f.upgrade(true) + "/resume"}, true
+	case "nodeGroups.list":
+		return request{path: "/ops/api/v1/nodeGroups?k8sClusterName=dev-cluster&region=local&cloudProvider=mock"}, true
+	case "addons.list":
+		return request{path: "/ops/api/v1/addons?k8sClusterName=dev-cluster&region=local&cloudProvider=mock"}, true
+	}
+	return request{}, false
+}
+
+// public are the operations served without a token.
+var public = map[string]bool{"healthz": true, "readyz": true, "metrics": true, "openapi": true}
+
+func TestEveryRouteIsAuthenticatedAndAuthorized(t *testing.T) {
+	f := start(t)
+	ops, err := openapi.Operations(openapi.Document)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, 0, len(ops))
+	for k := range ops {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	_, nobodyToken := f.serviceAccount("nobody")
+
+	for i, key := range keys {
+		op := ops[key]
+		method, _, _ := strings.Cut(key, " ")
+		t.Run(op, func(t *testing.T) {
+			f.t = t
+			g := NewWithT(t)
+			if public[op] {
+				code, body := f.do(method, strings.Replace(strings.SplitN(key, " ", 2)[1], "{", "", -1), "", "")
+				g.Expect(code).To(Equal(http.StatusOK), "public %s without a token: %s", op, body)
+				return
+			}
+			r, ok := f.routes[op]
+			if !ok {
+				t.Fatalf("operation %s of the OpenAPI document is not a route of the server", op)
+			}
+			g.Expect(r.Public).To(BeFalse(), "%s is public but not in the test's list of public operations", op)
+			req, ok := f.requests(op, i)
+			if !ok {
+				t.Fatalf("no case for operation %s: add one to requests (and a permission to its route)", op)
+			}
+
+			code, body := f.do(method, req.path, req.body, "")
+			g.Expect(code).To(Equal(http.StatusUnauthorized), "no token: %s", body)
+
+			code, body = f.do(method, req.path, req.body, "not-a-token")
+			g.Expect(code).To(Equal(http.StatusUnauthorized), "bad token: %s", body)
+
+			perm := auth.Permission{Verb: r.Verb, Resource: r.Resource, Namespace: f.ns}
+			code, body = f.do(method, req.path, req.body, nobodyToken)
+			g.Expect(code).To(Equal(http.StatusForbidden), "no permission: %s", body)
+			g.Expect(string(body)).To(ContainSubstring(fmt.Sprintf("cannot %s", strings.ReplaceAll(perm.String(), `"`, `\"`))))
+			if req.missingPath != "" {
+				// Forbidden callers learn nothing about what exists.
+				code2, body2 := f.do(method, req.missingPath, req.body, nobodyToken)
+				g.Expect(code2).To(Equal(code))
+				g.Expect(string(body2)).To(Equal(string(body)))
+			}
+
+			// A Role with another permission is not enough.
+			other := auth.Permission{Verb: "get", Resource: "somethingelse"}
+			_, wrongToken := f.serviceAccount(fmt.Sprintf("wrong-%d", i), other)
+			code, body = f.do(method, req.path, req.body, wrongToken)
+			g.Expect(code).To(Equal(http.StatusForbidden), "unrelated Role: %s", body)
+
+			user, token := f.serviceAccount(fmt.Sprintf("sa-%d", i), perm)
+			code, body = f.do(method, req.path, req.body, token)
+			g.Expect(code/100).To(Equal(2), "with exactly %s: %d %s", perm, code, body)
+
+			if method != http.MethodGet {
+				g.Expect(f.audits.find(op, user)).To(ContainSubstring(`"requestID"="authz-test"`), "audit line of %s by %s", op, user)
+			}
+			if req.initiatedBy != nil {
+				req.initiatedBy(user)
+			}
+		})
+	}
+}
+
+// The dev token file and the TokenReview path both work, and an Event
+// names the caller of a mutating request.
+func TestEventNamesTheCaller(t *testing.T) {
+	f := start(t)
+	f.admin(http.MethodPost, vmclustersPath, `{"name":"evented"}`)
+	NewWithT(t).Eventually(func() string {
+		list := &corev1.EventList{}
+		if err := f.kube.List(context.Background(), list, client.InNamespace(f.ns)); err != nil {
+			return err.Error()
+		}
+		var buf bytes.Buffer
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == "evented" {
+				fmt.Fprintf(&buf, "%s %s\n", e.Reason, e.Message)
+			}
+		}
+		return buf.String()
+	}, 20*time.Second, 100*time.Millisecond).Should(And(ContainSubstring("CreatedThroughAPI"), ContainSubstring(`"test-admin"`)))
+}
