@@ -90,11 +90,23 @@ var OperatorArgs = []string{
 	"--retry-interval=1s",
 	"--mock-operation-duration=2s",
 	"--drain-timeout=5m",
+	"--backup-poll-interval=1s",
 	"--zap-log-level=info",
 }
 
-// StartOperator starts ops-operator from bin/ (built by `make build`).
+// StartOperator starts ops-operator from bin/ (built by `make build`), and
+// with it, unless it runs, the vmstorage backer: kwok Pods run no process,
+// so the stack runs a real vmstorage on 127.0.0.1 for each vmstorage Pod,
+// and ops-operator backs them up in local mode (vmbackup from bin/ as its
+// own child process, endpoints from the Pods' annotations).
 func (s *Stack) StartOperator(ctx context.Context) error {
+	if err := s.startVMStorageBacker(); err != nil {
+		return fmt.Errorf("starting the vmstorage backer: %w", err)
+	}
+	vmbackup, err := testenv.Binary("vmbackup")
+	if err != nil {
+		return err
+	}
 	metrics, err := testenv.FreePort()
 	if err != nil {
 		return err
@@ -106,6 +118,10 @@ func (s *Stack) StartOperator(ctx context.Context) error {
 	p, err := testenv.StartProcess("ops-operator", s.logDir, append([]string{
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metrics),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", health),
+		"--backup-runner=local",
+		"--backup-local-state-dir=" + filepath.Join(s.stateDir, "vmbackup"),
+		"--backup-local-storage-root=" + s.VMStorageRoot(),
+		"--vmbackup-binary=" + vmbackup,
 	}, OperatorArgs...), []string{"KUBECONFIG=" + s.Env.KubeconfigPath})
 	if err != nil {
 		return err
@@ -132,11 +148,14 @@ func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
+	if err := s.issueToken(ctx); err != nil {
+		return err
+	}
 	repoPort, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
-	p, err := testenv.StartProcess("ops-apiserver", s.logDir, []string{
+	p, err := testenv.StartProcess("ops-apiserver", s.logDir, append([]string{
 		"--listen-address=" + addr,
 		"--kubeconfig=" + s.Env.KubeconfigPath,
 		"--namespace=observability",
@@ -144,7 +163,7 @@ func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
 		fmt.Sprintf("--local-repository-listen-address=127.0.0.1:%d", repoPort),
 		"--log-format=console",
 		"--enable-mock-cloud",
-	}, nil)
+	}, s.apiServerArgs...), nil)
 	if err != nil {
 		return err
 	}

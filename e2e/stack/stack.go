@@ -35,6 +35,9 @@ type Options struct {
 	WithOperator bool
 	// APIAddress, when set, starts ops-apiserver from bin/ there.
 	APIAddress string
+	// APIServerArgs are extra ops-apiserver flags (e.g. the benchmarks'
+	// --rate-limit-qps=0).
+	APIServerArgs []string
 }
 
 // Namespace is where the stack keeps vmclusters and upgrade operations.
@@ -56,8 +59,14 @@ type Stack struct {
 	APIURL    string
 	// Token is a bearer token the REST API accepts ("" while the API runs
 	// without authentication). Clients send it as "Authorization: Bearer".
-	Token  string
-	logDir string
+	Token    string
+	stateDir string
+	// apiServerArgs are Options.APIServerArgs.
+	apiServerArgs []string
+	logDir        string
+	// backer runs a real vmstorage process for each vmstorage Pod (see
+	// vmstorage.go); started with ops-operator.
+	backer *vmstorageBacker
 	procs  []*testenv.Process
 	out    io.Writer
 }
@@ -71,7 +80,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Stack{logDir: filepath.Join(state, "logs"), out: o.Out}
+	s = &Stack{stateDir: state, logDir: filepath.Join(state, "logs"), out: o.Out, apiServerArgs: o.APIServerArgs}
 	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -174,6 +183,9 @@ func (s *Stack) Processes() []*testenv.Process {
 	if s.Flux != nil {
 		out = append(out, s.Flux.Source, s.Flux.Helm)
 	}
+	if s.backer != nil {
+		out = append(out, s.backer.processes()...)
+	}
 	return out
 }
 
@@ -182,6 +194,10 @@ func (s *Stack) Stop() {
 	var errs []error
 	s.StopAPIServer()
 	s.StopOperator()
+	if s.backer != nil {
+		s.backer.stop()
+		s.backer = nil
+	}
 	if s.Flux != nil {
 		s.Flux.Stop()
 	}

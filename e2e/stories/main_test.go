@@ -88,6 +88,7 @@ func dump() {
 		{"get", "nodes", "-L", stack.NodeGroupLabel},
 		{"get", "events", "-A", "--sort-by=.lastTimestamp"},
 		{"get", "clusterupgradeoperations", "-A", "-o", "yaml"},
+		{"get", "clusterbackups", "-A", "-o", "yaml"},
 	} {
 		out, _ := kubectl(args...)
 		fmt.Fprintf(os.Stderr, "----- kubectl %s\n%s\n", strings.Join(args, " "), out)
@@ -141,6 +142,9 @@ func call(t *testing.T, method, path string, body any) (int, map[string]any) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if st.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+st.Token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)

@@ -61,6 +61,7 @@ func TestStories(t *testing.T) {
 	t.Run("1 deploy, change and delete a vmcluster", storyVMClusterLifecycle)
 	t.Run("2 upgrade with a blue-green vmstorage move, operator killed midway", storyUpgrade)
 	t.Run("3 pause and resume; cancel", storyPauseCancel)
+	t.Run("4 ClusterBackup of the vmcluster: Succeeded with one entry per replica", storyBackup)
 	t.Run("5 ops-apiserver killed: nothing accepted is lost", storyAPIServerRestart)
 	t.Run("6 GitOps: kubectl apply gives the same result; invalid YAML is rejected", storyGitOps)
 }

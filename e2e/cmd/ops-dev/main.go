@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -35,28 +36,32 @@ func run(stateDir, addr string) error {
 	}
 	defer s.Stop()
 	api := s.APIURL
+	tokenPath := filepath.Join(stateDir, stack.TokenFile)
 	fmt.Printf(`
 Local stack ready in %s.
 
   REST API:        %s   (readiness: %s/readyz, OpenAPI: %s/openapi.yaml)
+  API token:       %s   (ServiceAccount observability/%s, every API permission;
+                   send it as "Authorization: Bearer <token>", see docs/auth.md)
   kubeconfig:      %s
   logs:            %s/logs/
   simulated cloud: cluster %s in region %s (cloudProvider mock), Kubernetes 1.29,
                    node groups observability-ng and vmstorage as kwok Nodes
 
 Try:
-  curl -s %s/ops/api/v1/nodeGroups?k8sClusterName=dev-cluster\&region=local\&cloudProvider=mock
-  curl -s -X POST %s/api/v1/observability-ops/vmclusters -H 'Content-Type: application/json' \
+  export TOKEN=$(cat %s)
+  curl -s -H "Authorization: Bearer $TOKEN" %s/ops/api/v1/nodeGroups?k8sClusterName=dev-cluster\&region=local\&cloudProvider=mock
+  curl -s -H "Authorization: Bearer $TOKEN" -X POST %s/api/v1/observability-ops/vmclusters -H 'Content-Type: application/json' \
        -d '{"name":"vmcluster","values":{"vmstorage":{"replicaCount":3,"nodeSelector":{"node-role.observability/vmstorage":"true"}}}}'
-  curl -s %s/api/v1/observability-ops/vmclusters/vmcluster
+  curl -s -H "Authorization: Bearer $TOKEN" %s/api/v1/observability-ops/vmclusters/vmcluster
 
   export KUBECONFIG=%s
   bin/kubectl get vmclusters,statefulsets,pods -n observability -o wide
 
 docs/quickstart.md goes on from here (a blue-green upgrade of dev-cluster).
 Press Ctrl-C to stop everything; state stays in %s until make dev-clean.
-`, time.Since(start).Round(100*time.Millisecond), api, api, api, s.Kubeconfig, stateDir,
-		stack.DevCluster.Name, stack.DevCluster.Region, api, api, api, s.Kubeconfig, stateDir)
+`, time.Since(start).Round(100*time.Millisecond), api, api, api, tokenPath, stack.DevServiceAccount, s.Kubeconfig, stateDir,
+		stack.DevCluster.Name, stack.DevCluster.Region, tokenPath, api, api, api, s.Kubeconfig, stateDir)
 	<-ctx.Done()
 	fmt.Println("\nStopping ...")
 	return nil

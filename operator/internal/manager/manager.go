@@ -45,6 +45,12 @@ type Options struct {
 	MockNamespace        string
 	MockOperationTime    time.Duration
 	GracefulShutdownTime time.Duration
+	// BackupRunner is how vmbackup runs: BackupRunnerJob (production) or
+	// BackupRunnerLocal (the local stack only: local processes, endpoints
+	// from Pod annotations, see backup.NewLocalMode).
+	BackupRunner string
+	// BackupLocal configures BackupRunnerLocal.
+	BackupLocal backup.LocalModeOptions
 	// WatchNamespace limits the operator to one namespace's operations;
 	// empty watches all namespaces.
 	WatchNamespace string
@@ -52,6 +58,12 @@ type Options struct {
 	// (tests that restart the operator).
 	SkipControllerNameValidation bool
 }
+
+// The values of --backup-runner.
+const (
+	BackupRunnerJob   = "job"
+	BackupRunnerLocal = "local"
+)
 
 // DefaultOptions returns the defaults.
 func DefaultOptions() Options {
@@ -67,6 +79,7 @@ func DefaultOptions() Options {
 		MockNamespace:        mock.DefaultNamespace,
 		MockOperationTime:    5 * time.Second,
 		GracefulShutdownTime: 30 * time.Second,
+		BackupRunner:         BackupRunnerJob,
 	}
 }
 
@@ -93,6 +106,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Backup.Job.ServiceAccountName, "vmbackup-service-account", o.Backup.Job.ServiceAccountName, "Service account of the vmbackup Jobs, e.g. one bound to a cloud identity (default: the namespace's default).")
 	fs.Int32Var(&o.Backup.Job.BackoffLimit, "vmbackup-backoff-limit", o.Backup.Job.BackoffLimit, "Retries of a failed vmbackup Job (a retry resumes the upload).")
 	fs.DurationVar(&o.Backup.Job.ActiveDeadline, "vmbackup-active-deadline", o.Backup.Job.ActiveDeadline, "Longest run time of a vmbackup Job (0: unbounded).")
+	fs.StringVar(&o.BackupRunner, "backup-runner", o.BackupRunner, "How vmbackup runs: \"job\" (a Job on the replica's node) or \"local\" (a local process against a local vmstorage named by Pod annotations; for the local stack only, never in production).")
+	fs.StringVar(&o.BackupLocal.StateDir, "backup-local-state-dir", o.BackupLocal.StateDir, "With --backup-runner=local: directory of the local vmbackup runs' logs and exit status.")
+	fs.StringVar(&o.BackupLocal.StorageRoot, "backup-local-storage-root", o.BackupLocal.StorageRoot, "With --backup-runner=local: every vmstorage data directory a Pod annotation names must be inside this directory.")
+	fs.StringVar(&o.BackupLocal.VMBackupBinary, "vmbackup-binary", o.BackupLocal.VMBackupBinary, "With --backup-runner=local: the vmbackup executable (default: vmbackup from PATH).")
 	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig, "Cloud providers' configuration file (see docs/providers); empty enables no real cloud.")
 	fs.BoolVar(&o.EnableMockCloud, "enable-mock-cloud", o.EnableMockCloud, "Register the simulated cloud (cloudProvider mock), for the local stack and tests.")
 	fs.StringVar(&o.MockNamespace, "mock-namespace", o.MockNamespace, "Namespace of the simulated cloud's state (cloudProvider mock).")
@@ -172,6 +189,24 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 		return nil, fmt.Errorf("setting up the ClusterUpgradeOperation controller: %w", err)
 	}
 	bo := o.Backup
+	switch o.BackupRunner {
+	case BackupRunnerJob, "":
+	case BackupRunnerLocal:
+		runner, resolver, err := backup.NewLocalMode(o.BackupLocal)
+		if err != nil {
+			return nil, err
+		}
+		mgr.GetLogger().Info("WARNING: backups run in local mode, for the local stack only: vmbackup runs as a process of ops-operator and vmstorage endpoints come from Pod annotations; never use it in a real cluster",
+			"vmbackup", runner.Binary, "stateDir", runner.StateDir, "storageRoot", o.BackupLocal.StorageRoot)
+		if bo.Runner == nil {
+			bo.Runner = runner
+		}
+		if bo.Resolver == nil {
+			bo.Resolver = resolver
+		}
+	default:
+		return nil, fmt.Errorf("--backup-runner: %q is neither %q nor %q", o.BackupRunner, BackupRunnerJob, BackupRunnerLocal)
+	}
 	if bo.Runner == nil {
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {

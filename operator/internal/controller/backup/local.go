@@ -90,8 +90,11 @@ func (r *LocalRunner) Start(ctx context.Context, u Upload) error {
 	if err != nil {
 		return fmt.Errorf("creating the upload's log: %w", err)
 	}
-	// Port 0: vmbackup's metrics listener on a free loopback port.
-	args := vmbackupArgs(u.SnapshotName, dataPath, u.Destination, u.Origin, "", "127.0.0.1:0")
+	// No metrics listener: vmbackup v1.100 starts it in a goroutine and,
+	// when a (small) backup finishes before the listener is registered,
+	// dies at exit with "BUG: there is no server at ..." after a complete
+	// backup. With an empty address it neither starts nor stops one.
+	args := vmbackupArgs(u.SnapshotName, dataPath, u.Destination, u.Origin, "", "")
 	cmd := exec.Command(r.Binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -112,7 +112,8 @@ func IsPermanent(err error) bool {
 }
 
 // vmbackupArgs are the arguments of one vmbackup run. The metrics listener
-// is bound to loopback: nothing scrapes a short-lived vmbackup.
+// is bound to loopback (nothing scrapes a short-lived vmbackup); an empty
+// listenAddr starts none.
 func vmbackupArgs(snapshot, storageDataPath, dst, origin, credsFile, listenAddr string) []string {
 	args := []string{
 		"-snapshotName=" + snapshot,

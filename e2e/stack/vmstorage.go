@@ -1,0 +1,314 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
+	"github.com/tidbcloud/ops-server/operator/testenv"
+)
+
+// The annotations the vmstorage backer sets on each vmstorage Pod it backs
+// with a local process. ops-operator reads them with --backup-runner=local
+// (the same names as LocalEndpointAnnotation and
+// LocalStorageDataPathAnnotation in operator/internal/controller/backup,
+// which this module cannot import; docs/backups.md documents them).
+const (
+	// VMStorageEndpointAnnotation: http://127.0.0.1:<port>, the process's
+	// HTTP API (health, metrics, snapshots).
+	VMStorageEndpointAnnotation = "local.ops.observability.tidbcloud.com/http-endpoint"
+	// VMStorageDataPathAnnotation: the process's -storageDataPath.
+	VMStorageDataPathAnnotation = "local.ops.observability.tidbcloud.com/storage-data-path"
+)
+
+// vmstoragePodSelector selects the Pods the VictoriaMetrics operator
+// creates for vmstorage.
+const vmstoragePodSelector = "app.kubernetes.io/name=vmstorage"
+
+// vmstorageBacker stands in for the kubelet's containers for vmstorage:
+// kwok Pods run no process, so for every vmstorage Pod scheduled on a kwok
+// Node it runs a real vmstorage from bin/ on 127.0.0.1, with its data in
+// <state>/vmstorage/<namespace>/<pod> (kept across Pod re-creations, as a
+// PersistentVolume would be), and publishes the process's address and data
+// directory on the Pod as annotations. A Pod re-created under the same name
+// (new UID) gets a new process; a Pod being deleted loses its process; a
+// process that exits is started again.
+//
+// One goroutine does all the work, level-triggered: it compares the Pods
+// in its informer's cache with the processes it runs, on every Pod event
+// and every few seconds.
+type vmstorageBacker struct {
+	cs       kubernetes.Interface
+	dataRoot string
+	logRoot  string
+	logf     func(format string, args ...any)
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu    sync.Mutex
+	procs map[types.NamespacedName]*backedPod
+}
+
+// backedPod is the process backing one Pod.
+type backedPod struct {
+	uid      types.UID
+	proc     *testenv.Process
+	endpoint string
+	dataDir  string
+}
+
+// VMStorageRoot is where the vmstorage processes keep their data.
+func (s *Stack) VMStorageRoot() string { return filepath.Join(s.stateDir, "vmstorage") }
+
+// startVMStorageBacker starts the backer unless it runs.
+func (s *Stack) startVMStorageBacker() error {
+	if s.backer != nil {
+		return nil
+	}
+	if _, err := testenv.Binary("vmstorage"); err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(s.Env.Config)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &vmstorageBacker{
+		cs: cs, dataRoot: s.VMStorageRoot(), logRoot: filepath.Join(s.logDir, "vmstorage"), logf: s.step,
+		cancel: cancel, done: make(chan struct{}), procs: map[types.NamespacedName]*backedPod{},
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = vmstoragePodSelector }))
+	pods := factory.Core().V1().Pods()
+	kick := make(chan struct{}, 1)
+	notify := func(any) {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: notify, DeleteFunc: notify, UpdateFunc: func(_, o any) { notify(o) },
+	}); err != nil {
+		cancel()
+		return err
+	}
+	lister := pods.Lister()
+	factory.Start(ctx.Done())
+	go func() {
+		defer close(b.done)
+		defer factory.Shutdown()
+		defer b.stopAll()
+		if !cache.WaitForCacheSync(ctx.Done(), pods.Informer().HasSynced) {
+			return
+		}
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		for {
+			b.sync(ctx, lister)
+			select {
+			case <-ctx.Done():
+				return
+			case <-kick:
+			case <-tick.C:
+			}
+		}
+	}()
+	s.backer = b
+	return nil
+}
+
+// stop stops the backer and every vmstorage process it runs.
+func (b *vmstorageBacker) stop() {
+	b.cancel()
+	<-b.done
+}
+
+// processes returns the running vmstorage processes, for logs on failure.
+func (b *vmstorageBacker) processes() []*testenv.Process {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	keys := make([]types.NamespacedName, 0, len(b.procs))
+	for k := range b.procs {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+	out := make([]*testenv.Process, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, b.procs[k].proc)
+	}
+	return out
+}
+
+// sync makes the processes match the Pods.
+func (b *vmstorageBacker) sync(ctx context.Context, lister listersv1.PodLister) {
+	pods, err := lister.List(labels.Everything())
+	if err != nil {
+		b.logf("vmstorage backer: listing Pods: %v", err)
+		return
+	}
+	want := map[types.NamespacedName]*corev1.Pod{}
+	for _, p := range pods {
+		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		want[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
+	}
+	b.mu.Lock()
+	var gone []types.NamespacedName
+	for k, bp := range b.procs {
+		if p, ok := want[k]; !ok || p.UID != bp.uid || bp.proc.Exited() {
+			gone = append(gone, k)
+		}
+	}
+	b.mu.Unlock()
+	for _, k := range gone {
+		b.stopOne(k)
+	}
+	for k, p := range want {
+		if ctx.Err() != nil {
+			return
+		}
+		b.mu.Lock()
+		bp := b.procs[k]
+		b.mu.Unlock()
+		if bp == nil {
+			if bp, err = b.startOne(ctx, p); err != nil {
+				b.logf("vmstorage backer: Pod %s: %v", k, err)
+				continue
+			}
+		}
+		if p.Annotations[VMStorageEndpointAnnotation] != bp.endpoint || p.Annotations[VMStorageDataPathAnnotation] != bp.dataDir {
+			if err := b.annotate(ctx, p, bp); err != nil {
+				b.logf("vmstorage backer: annotating Pod %s: %v", k, err)
+			}
+		}
+	}
+}
+
+// startOne starts the vmstorage of a Pod on a kwok Node and waits until it
+// is healthy.
+func (b *vmstorageBacker) startOne(ctx context.Context, p *corev1.Pod) (*backedPod, error) {
+	node, err := b.cs.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("getting its Node %s: %w", p.Spec.NodeName, err)
+	}
+	if node.Annotations[mock.KwokAnnotation] == "" {
+		return nil, fmt.Errorf("Node %s is not a kwok Node: its kubelet runs the containers", node.Name)
+	}
+	var ports [3]int
+	for i := range ports {
+		if ports[i], err = testenv.FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	bp := &backedPod{
+		uid:      p.UID,
+		endpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
+		dataDir:  filepath.Join(b.dataRoot, p.Namespace, p.Name),
+	}
+	logDir := filepath.Join(b.logRoot, p.Namespace, p.Name)
+	for _, d := range []string{bp.dataDir, logDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	bp.proc, err = testenv.StartProcess("vmstorage", logDir, []string{
+		"-storageDataPath=" + bp.dataDir,
+		fmt.Sprintf("-httpListenAddr=127.0.0.1:%d", ports[0]),
+		fmt.Sprintf("-vminsertAddr=127.0.0.1:%d", ports[1]),
+		fmt.Sprintf("-vmselectAddr=127.0.0.1:%d", ports[2]),
+		"-retentionPeriod=" + retentionPeriod(p),
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := bp.proc.WaitHTTPOK(ctx, bp.endpoint+"/health", time.Minute); err != nil {
+		_ = bp.proc.Stop(10 * time.Second)
+		return nil, err
+	}
+	b.mu.Lock()
+	b.procs[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = bp
+	b.mu.Unlock()
+	b.logf("vmstorage for Pod %s/%s (node %s) runs on %s, data in %s", p.Namespace, p.Name, p.Spec.NodeName, bp.endpoint, bp.dataDir)
+	return bp, nil
+}
+
+// annotate publishes where the Pod's vmstorage listens. The patch names the
+// Pod's UID, so it never lands on a Pod re-created under the same name.
+func (b *vmstorageBacker) annotate(ctx context.Context, p *corev1.Pod, bp *backedPod) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": bp.uid,
+		"annotations": map[string]string{
+			VMStorageEndpointAnnotation: bp.endpoint,
+			VMStorageDataPathAnnotation: bp.dataDir,
+		},
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = b.cs.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "ops-dev"})
+	return err
+}
+
+func (b *vmstorageBacker) stopOne(k types.NamespacedName) {
+	b.mu.Lock()
+	bp := b.procs[k]
+	delete(b.procs, k)
+	b.mu.Unlock()
+	if bp == nil {
+		return
+	}
+	if bp.proc.Exited() {
+		b.logf("vmstorage for Pod %s exited; log tail:\n%s", k, bp.proc.Log(2000))
+		return
+	}
+	_ = bp.proc.Stop(10 * time.Second)
+}
+
+func (b *vmstorageBacker) stopAll() {
+	b.mu.Lock()
+	keys := make([]types.NamespacedName, 0, len(b.procs))
+	for k := range b.procs {
+		keys = append(keys, k)
+	}
+	b.mu.Unlock()
+	for _, k := range keys {
+		b.stopOne(k)
+	}
+}
+
+// retentionPeriod is the -retentionPeriod the VictoriaMetrics operator gave
+// the Pod's vmstorage container (from the VMCluster's retentionPeriod), or
+// vmstorage's default of one month.
+func retentionPeriod(p *corev1.Pod) string {
+	for _, c := range p.Spec.Containers {
+		if c.Name != "vmstorage" {
+			continue
+		}
+		for _, a := range c.Args {
+			a = strings.TrimLeft(a, "-")
+			if v, ok := strings.CutPrefix(a, "retentionPeriod="); ok && v != "" {
+				return v
+			}
+		}
+	}
+	return "1"
+}

@@ -1,0 +1,62 @@
+package manager
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+
+	"github.com/tidbcloud/ops-server/operator/internal/controller/backup"
+)
+
+func TestBackupRunnerFlags(t *testing.T) {
+	g := NewWithT(t)
+	o := DefaultOptions()
+	g.Expect(o.BackupRunner).To(Equal(BackupRunnerJob), "production is the default")
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	g.Expect(fs.Parse([]string{
+		"--backup-runner=local", "--backup-local-state-dir=/s/runner",
+		"--backup-local-storage-root=/s/vmstorage", "--vmbackup-binary=/bin/vmbackup",
+	})).To(Succeed())
+	g.Expect(o.BackupRunner).To(Equal(BackupRunnerLocal))
+	g.Expect(o.BackupLocal).To(Equal(backup.LocalModeOptions{StateDir: "/s/runner", StorageRoot: "/s/vmstorage", VMBackupBinary: "/bin/vmbackup"}))
+}
+
+// TestNewBackupRunner builds the manager (nothing is called on the API
+// server before it starts) with each --backup-runner setting.
+func TestNewBackupRunner(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "vmbackup")
+	NewWithT(t).Expect(os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)).To(Succeed())
+	local := backup.LocalModeOptions{StateDir: "/s/runner", StorageRoot: "/s/vmstorage", VMBackupBinary: bin}
+	cases := []struct {
+		name     string
+		runner   string
+		local    backup.LocalModeOptions
+		errMatch string
+	}{
+		{name: "job", runner: BackupRunnerJob},
+		{name: "local", runner: BackupRunnerLocal, local: local},
+		{name: "local without a state directory", runner: BackupRunnerLocal, local: backup.LocalModeOptions{StorageRoot: "/s/vmstorage", VMBackupBinary: bin}, errMatch: "absolute state directory"},
+		{name: "unknown", runner: "pod", errMatch: `--backup-runner: "pod" is neither "job" nor "local"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			o := DefaultOptions()
+			o.MetricsAddr, o.HealthAddr, o.LeaderElection = "0", "0", false
+			o.SkipControllerNameValidation = true
+			o.BackupRunner, o.BackupLocal = tc.runner, tc.local
+			mgr, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, o, nil)
+			if tc.errMatch != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tc.errMatch)))
+				return
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(mgr).NotTo(BeNil())
+		})
+	}
+}
