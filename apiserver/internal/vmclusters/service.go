@@ -26,7 +26,8 @@ type Store interface {
 	// GetByUID returns the managed HelmRelease with this UID (NotFound if
 	// none).
 	GetByUID(ctx context.Context, uid string) (*helmv2.HelmRelease, error)
-	// List returns every managed HelmRelease.
+	// List returns every managed HelmRelease. The items may share memory
+	// with the cache: callers read them and never modify them.
 	List(ctx context.Context) ([]helmv2.HelmRelease, error)
 	// GetLive reads the HelmRelease name from the API server, managed or
 	// not.
@@ -187,18 +188,24 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 	if err != nil {
 		return ListResponse{}, fmt.Errorf("listing HelmReleases: %w", err)
 	}
-	views := make([]VMCluster, 0, len(hrs))
+	// Filter and page the HelmReleases, then translate only the page:
+	// translating (and copying) every release on every request was most
+	// of a list's cost.
+	matched := make([]*helmv2.HelmRelease, 0, len(hrs))
 	for i := range hrs {
 		if !IsManaged(&hrs[i]) {
 			continue
 		}
-		v := s.Translator.View(&hrs[i], false)
-		if req.Status != "" && v.Status != req.Status {
+		if req.Status != "" && StatusOf(&hrs[i]).Status != req.Status {
 			continue
 		}
-		views = append(views, v)
+		matched = append(matched, &hrs[i])
 	}
-	page, next := Paginate(views, func(v VMCluster) string { return v.Name[len(CollectionPrefix):] }, req)
+	selected, next := Paginate(matched, func(hr *helmv2.HelmRelease) string { return hr.Name }, req)
+	page := make([]VMCluster, 0, len(selected))
+	for _, hr := range selected {
+		page = append(page, s.Translator.View(hr, false))
+	}
 	return ListResponse{VMClusters: page, NextPageToken: next}, nil
 }
 

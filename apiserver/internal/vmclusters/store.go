@@ -8,6 +8,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 )
 
 // UIDIndex is the cache index of HelmReleases by metadata.uid.
@@ -67,7 +70,9 @@ func (s *KubeStore) GetByUID(ctx context.Context, uid string) (*helmv2.HelmRelea
 // List implements Store.
 func (s *KubeStore) List(ctx context.Context) ([]helmv2.HelmRelease, error) {
 	var list helmv2.HelmReleaseList
-	if err := s.Cache.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{LabelManagedBy: ManagedBy}); err != nil {
+	// UnsafeDisableDeepCopy: the items are the cache's own objects (see
+	// Store.List), so a list copies nothing.
+	if err := s.Cache.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{LabelManagedBy: ManagedBy}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	return list.Items, nil
@@ -83,18 +88,45 @@ func (s *KubeStore) GetLive(ctx context.Context, name string) (*helmv2.HelmRelea
 }
 
 // CreateRelease implements Store.
+// The authenticated caller is recorded in the initiated-by annotation.
 func (s *KubeStore) CreateRelease(ctx context.Context, hr *helmv2.HelmRelease) error {
-	return s.Client.Create(ctx, hr, client.FieldOwner(s.FieldManager))
+	if who := auth.CallerName(ctx); who != "" {
+		if hr.Annotations == nil {
+			hr.Annotations = map[string]string{}
+		}
+		hr.Annotations[auth.AnnotationInitiatedBy] = who
+	}
+	if err := s.Client.Create(ctx, hr, client.FieldOwner(s.FieldManager)); err != nil {
+		return err
+	}
+	auth.RecordTarget(ctx, releaseRef(hr), "CreatedThroughAPI", "Created")
+	return nil
+}
+
+// releaseRef names a HelmRelease for audit lines and Events.
+func releaseRef(hr *helmv2.HelmRelease) corev1.ObjectReference {
+	return corev1.ObjectReference{
+		APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind,
+		Namespace: hr.Namespace, Name: hr.Name, UID: hr.UID, ResourceVersion: hr.ResourceVersion,
+	}
 }
 
 // PatchRelease implements Store.
 func (s *KubeStore) PatchRelease(ctx context.Context, hr *helmv2.HelmRelease, patch []byte) error {
-	return s.Client.Patch(ctx, hr, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(s.FieldManager))
+	if err := s.Client.Patch(ctx, hr, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(s.FieldManager)); err != nil {
+		return err
+	}
+	auth.RecordTarget(ctx, releaseRef(hr), "UpdatedThroughAPI", "Updated")
+	return nil
 }
 
 // DeleteRelease implements Store.
 func (s *KubeStore) DeleteRelease(ctx context.Context, hr *helmv2.HelmRelease) error {
-	return s.Client.Delete(ctx, hr, client.Preconditions{UID: &hr.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err := s.Client.Delete(ctx, hr, client.Preconditions{UID: &hr.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		return err
+	}
+	auth.RecordTarget(ctx, releaseRef(hr), "DeletedThroughAPI", "Deletion requested")
+	return nil
 }
 
 // ApplySource implements Store with server-side apply: the apiserver owns
