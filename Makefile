@@ -81,6 +81,11 @@ test: tools lint verify ## Everything CI runs: lint, verify, then every test of 
 test-e2e: tools ## Only the e2e suite (the whole local stack, driven through the REST API).
 	$(GO_TEST) $(TEST_FLAGS) ./e2e/...
 
+# BENCH_FLAGS are passed to ops-bench, e.g. BENCH_FLAGS='-running=20 -operator-ops=50'
+# for a quicker run (go run ./e2e/cmd/ops-bench -h lists the sizes).
+BENCH_FLAGS ?=
+
 .PHONY: bench
-bench: tools ## Benchmarks (measure, never assert timings).
-	$(GO_TEST) -run '^$$' -bench . -benchmem $(PKGS)
+bench: tools build ## Benchmarks on a fresh local stack, ops-server next to Kubernetes and Flux alone; writes docs/benchmarks.md and docs/benchmarks.json (measure, never assert timings).
+	go build -o $(BIN)/ ./e2e/cmd/ops-bench
+	$(BIN)/ops-bench $(BENCH_FLAGS)

@@ -1,0 +1,226 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Settings are the sizes and durations a run used.
+type Settings struct {
+	VMClusters      int      `json:"vmclusters"`
+	Upgrades        int      `json:"upgradeOperations"`
+	UpgradeClusters int      `json:"upgradeClusters"`
+	Clients         int      `json:"clients"`
+	Duration        string   `json:"duration"`
+	Warmup          string   `json:"warmup"`
+	WriteSerial     int      `json:"writeSerial"`
+	RunningN        int      `json:"runningN"`
+	RunningTimeout  string   `json:"runningTimeout"`
+	OperatorOps     int      `json:"operatorOperations"`
+	OperatorNodes   int      `json:"operatorNodesPerGroup"`
+	OperatorTimeout string   `json:"operatorTimeout"`
+	OperatorArgs    []string `json:"operatorArgs"`
+	// APIServerArgs are the flags added to the local stack's ops-apiserver.
+	APIServerArgs []string `json:"apiserverArgs"`
+}
+
+// Comparison is one request measured through ops-apiserver and, side by
+// side, its equivalent sent straight to kube-apiserver.
+type Comparison struct {
+	Name        string `json:"name"`
+	Clients     int    `json:"clients"`
+	OpsRequest  string `json:"opsRequest"`
+	KubeRequest string `json:"kubeRequest"`
+	Ops         Stats  `json:"opsApiserver"`
+	Kube        Stats  `json:"kubeApiserver"`
+}
+
+// ThroughputRatio is ops-apiserver's req/s over kube-apiserver's.
+func (c Comparison) ThroughputRatio() float64 { return Ratio(c.Ops.PerSecond, c.Kube.PerSecond) }
+
+// P99Ratio is ops-apiserver's p99 over kube-apiserver's.
+func (c Comparison) P99Ratio() float64 { return Ratio(c.Ops.P99Ms, c.Kube.P99Ms) }
+
+// TimeToReady is how long a set of releases created at once took to be
+// ready.
+type TimeToReady struct {
+	// Seconds from the first create until every release was ready (or
+	// the timeout, see TimedOut).
+	Seconds float64 `json:"seconds"`
+	// CreateSeconds is how long sending the creates took.
+	CreateSeconds float64 `json:"createSeconds"`
+	Ready         int     `json:"ready"`
+	Failed        int     `json:"failed"`
+	TimedOut      bool    `json:"timedOut"`
+	// P50Seconds and P99Seconds are per release, from the first create
+	// until the poll that first saw it ready.
+	P50Seconds float64 `json:"p50Seconds"`
+	P99Seconds float64 `json:"p99Seconds"`
+}
+
+// RunningResult compares vmclusters POSTed to ops-apiserver with the same
+// HelmReleases created straight for Flux.
+type RunningResult struct {
+	N    int         `json:"n"`
+	Ops  TimeToReady `json:"opsServer"`
+	Flux TimeToReady `json:"fluxAlone"`
+	// CleanupSeconds is how long deleting the first set took (Helm
+	// uninstalls) before the second set started.
+	CleanupSeconds float64 `json:"cleanupSeconds"`
+}
+
+// Ratio is ops-server's time over Flux's alone.
+func (r RunningResult) Ratio() float64 { return Ratio(r.Ops.Seconds, r.Flux.Seconds) }
+
+// OperatorResult is the ClusterUpgradeOperation throughput run.
+type OperatorResult struct {
+	Operations int  `json:"operations"`
+	Succeeded  int  `json:"succeeded"`
+	Failed     int  `json:"failed"`
+	TimedOut   bool `json:"timedOut"`
+	// Seconds from the first create until every operation finished.
+	Seconds       float64 `json:"seconds"`
+	CreateSeconds float64 `json:"createSeconds"`
+	// P50Seconds and P99Seconds are per operation, creation to completion.
+	P50Seconds          float64 `json:"p50Seconds"`
+	P99Seconds          float64 `json:"p99Seconds"`
+	Reconciles          float64 `json:"reconciles"`
+	ReconcileErrors     float64 `json:"reconcileErrors"`
+	ReconcilesPerSecond float64 `json:"reconcilesPerSecond"`
+	PeakRSSMiB          float64 `json:"peakRSSMiB"`
+	// APIRequests is the operator's kube-apiserver requests during the
+	// run (rest_client_requests_total), RequestsPerOperation that over
+	// Operations, RequestsByMethod the same per operation by HTTP method.
+	APIRequests          float64            `json:"apiRequests"`
+	RequestsPerOperation float64            `json:"requestsPerOperation"`
+	RequestsByMethod     map[string]float64 `json:"requestsPerOperationByMethod"`
+}
+
+// Footprint is the memory and size of the ops-server binaries.
+type Footprint struct {
+	// CachedObjects is what ops-apiserver's informers held while measured.
+	CachedObjects       int     `json:"cachedObjects"`
+	APIServerIdleRSSMiB float64 `json:"apiserverIdleRSSMiB"`
+	// APIServerLoadRSSMiB is the largest RSS sampled during the read runs,
+	// APIServerPeakRSSMiB the kernel's high-water mark (VmHWM) after them.
+	APIServerLoadRSSMiB float64 `json:"apiserverLoadRSSMiB"`
+	APIServerPeakRSSMiB float64 `json:"apiserverPeakRSSMiB"`
+	APIServerBinaryMiB  float64 `json:"apiserverBinaryMiB"`
+	OperatorBinaryMiB   float64 `json:"operatorBinaryMiB"`
+}
+
+// Goal states.
+const (
+	GoalMet         = "met"
+	GoalNotMet      = "not met"
+	GoalNotMeasured = "not measured"
+)
+
+// Goal is one of the issue's goals next to the measured value.
+type Goal struct {
+	Area   string `json:"area"`
+	Goal   string `json:"goal"`
+	Result string `json:"result"`
+	Status string `json:"status"`
+}
+
+// Results is everything a run measured.
+type Results struct {
+	Started   time.Time       `json:"started"`
+	Seconds   float64         `json:"seconds"`
+	Machine   Machine         `json:"machine"`
+	Settings  Settings        `json:"settings"`
+	Read      []Comparison    `json:"read"`
+	Write     []Comparison    `json:"write"`
+	Running   *RunningResult  `json:"timeToRunning,omitempty"`
+	Operator  *OperatorResult `json:"operator,omitempty"`
+	Footprint Footprint       `json:"footprint"`
+	Goals     []Goal          `json:"goals"`
+	// Errors are phases that could not be completed.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// The goals of the issue (#12).
+const (
+	goalReadRatio      = 5.0
+	goalReadP99Ms      = 10.0
+	goalRunningRatio   = 1.10
+	goalOperatorSecs   = 60.0
+	goalOperatorRSSMiB = 150.0
+	goalRequestsPerOp  = 30.0
+	goalAPIServerRSS   = 80.0
+)
+
+func status(ok bool) string {
+	if ok {
+		return GoalMet
+	}
+	return GoalNotMet
+}
+
+// EvaluateGoals compares the results with the goals. It never fails a
+// run: a missed goal is reported, not asserted.
+func EvaluateGoals(r *Results) []Goal {
+	var goals []Goal
+	for _, c := range r.Read {
+		if c.Ops.Requests == 0 || c.Kube.Requests == 0 {
+			goals = append(goals, Goal{Area: "read", Goal: c.Name + ": ≥ 5× kube-apiserver req/s", Result: "no successful requests", Status: GoalNotMeasured})
+			continue
+		}
+		goals = append(goals,
+			Goal{Area: "read", Goal: fmt.Sprintf("%s: ≥ %.0f× kube-apiserver req/s", c.Name, goalReadRatio),
+				Result: fmt.Sprintf("%.2f× (%.0f vs %.0f req/s)", c.ThroughputRatio(), c.Ops.PerSecond, c.Kube.PerSecond),
+				Status: status(c.ThroughputRatio() >= goalReadRatio && c.Ops.Errors == 0)},
+			Goal{Area: "read", Goal: fmt.Sprintf("%s: p99 ≤ %.0f ms at %d clients", c.Name, goalReadP99Ms, c.Clients),
+				Result: fmt.Sprintf("%s ms", fmtMs(c.Ops.P99Ms)),
+				Status: status(c.Ops.P99Ms <= goalReadP99Ms && c.Ops.Errors == 0)})
+	}
+	if len(r.Read) == 0 {
+		goals = append(goals, Goal{Area: "read", Goal: "read path", Result: "not run", Status: GoalNotMeasured})
+	}
+	if rr := r.Running; rr != nil && rr.Flux.Seconds > 0 {
+		complete := !rr.Ops.TimedOut && !rr.Flux.TimedOut && rr.Ops.Ready == rr.N && rr.Flux.Ready == rr.N
+		res := fmt.Sprintf("%+.0f %% (%.1f s vs %.1f s for %d releases)", (rr.Ratio()-1)*100, rr.Ops.Seconds, rr.Flux.Seconds, rr.N)
+		if !complete {
+			res += fmt.Sprintf("; not all ready: ops-server %d/%d, Flux alone %d/%d", rr.Ops.Ready, rr.N, rr.Flux.Ready, rr.N)
+		}
+		goals = append(goals, Goal{Area: "time to RUNNING", Goal: fmt.Sprintf("ops-server adds ≤ %.0f %% to Flux alone", (goalRunningRatio-1)*100),
+			Result: res, Status: status(complete && rr.Ratio() <= goalRunningRatio)})
+	} else {
+		goals = append(goals, Goal{Area: "time to RUNNING", Goal: "ops-server adds ≤ 10 % to Flux alone", Result: "not run", Status: GoalNotMeasured})
+	}
+	if o := r.Operator; o != nil && o.Operations > 0 {
+		done := !o.TimedOut && o.Succeeded == o.Operations
+		res := fmt.Sprintf("%.1f s", o.Seconds)
+		if !done {
+			res += fmt.Sprintf(" (%d/%d succeeded, %d failed, timed out: %t)", o.Succeeded, o.Operations, o.Failed, o.TimedOut)
+		}
+		goals = append(goals,
+			Goal{Area: "operator", Goal: fmt.Sprintf("%d operations done in ≤ %.0f s", o.Operations, goalOperatorSecs), Result: res,
+				Status: status(done && o.Seconds <= goalOperatorSecs)},
+			Goal{Area: "operator", Goal: fmt.Sprintf("ops-operator peak RSS ≤ %.0f MiB", goalOperatorRSSMiB), Result: fmt.Sprintf("%.0f MiB", o.PeakRSSMiB),
+				Status: status(o.PeakRSSMiB > 0 && o.PeakRSSMiB <= goalOperatorRSSMiB)},
+			Goal{Area: "operator", Goal: fmt.Sprintf("≤ %.0f API requests per operation", goalRequestsPerOp), Result: fmt.Sprintf("%.1f", o.RequestsPerOperation),
+				Status: status(o.APIRequests > 0 && o.RequestsPerOperation <= goalRequestsPerOp)})
+	} else {
+		goals = append(goals, Goal{Area: "operator", Goal: "200 operations in ≤ 60 s, peak RSS ≤ 150 MiB, ≤ 30 requests per operation", Result: "not run", Status: GoalNotMeasured})
+	}
+	if f := r.Footprint; f.APIServerIdleRSSMiB > 0 {
+		goals = append(goals, Goal{Area: "footprint", Goal: fmt.Sprintf("ops-apiserver RSS ≤ %.0f MiB with %d objects cached", goalAPIServerRSS, f.CachedObjects),
+			Result: fmt.Sprintf("%.0f MiB idle, %.0f MiB under load", f.APIServerIdleRSSMiB, f.APIServerLoadRSSMiB),
+			Status: status(f.APIServerIdleRSSMiB <= goalAPIServerRSS)})
+	} else {
+		goals = append(goals, Goal{Area: "footprint", Goal: "ops-apiserver RSS ≤ 80 MiB with 2,000 objects cached", Result: "not measured", Status: GoalNotMeasured})
+	}
+	return goals
+}
+
+// JSON renders the results as indented JSON.
+func (r *Results) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

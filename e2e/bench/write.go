@@ -1,0 +1,182 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tidbcloud/ops-server/e2e/stack"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+)
+
+// REST paths (apiserver/internal/openapi/openapi.yaml).
+const (
+	vmclustersPath = "/api/v1/observability-ops/vmclusters"
+	upgradesPath   = "/ops/api/v1/upgradeOperations"
+)
+
+// vmValues are the Helm values of every vmcluster the benchmark creates:
+// one pod of each component.
+var vmValues = map[string]any{
+	"vmstorage": map[string]any{"replicaCount": 1},
+	"vmselect":  map[string]any{"replicaCount": 1},
+	"vminsert":  map[string]any{"replicaCount": 1},
+}
+
+func vmName(i int) string { return fmt.Sprintf("bench-vm-%04d", i) }
+
+func upgradeCluster(i, clusters int) string { return fmt.Sprintf("bench-cluster-%02d", i%clusters) }
+
+// upgradeBody is a blue-green upgrade without a vmstorage rollout, as a
+// user POSTs it.
+func upgradeBody(cluster string) map[string]any {
+	return map[string]any{
+		"k8sClusterName": cluster, "region": "local", "cloudProvider": "mock", "targetVersion": "1.30",
+		"nodeGroupUpgrades": []any{map[string]any{"nodeGroupName": "ng", "strategy": "blue-green", "newNodeGroupName": "ng-130"}},
+	}
+}
+
+// postVMCluster creates vmcluster name through the API and returns its id.
+func (e *env) postVMCluster(ctx context.Context, name string) (string, int, error) {
+	body, _ := json.Marshal(map[string]any{"name": name, "values": vmValues})
+	code, resp, err := e.ops.do(ctx, http.MethodPost, vmclustersPath, body)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := expect(http.MethodPost, vmclustersPath, code, resp, http.StatusAccepted); err != nil {
+		return "", 0, err
+	}
+	var v struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(resp, &v); err != nil || v.ID == "" {
+		return "", 0, fmt.Errorf("POST %s: no id in %s", vmclustersPath, truncate(string(resp), 200))
+	}
+	return v.ID, len(resp), nil
+}
+
+// postUpgrade creates an upgrade operation through the API and returns
+// its object name.
+func (e *env) postUpgrade(ctx context.Context, cluster string) (string, int, error) {
+	body, _ := json.Marshal(upgradeBody(cluster))
+	code, resp, err := e.ops.do(ctx, http.MethodPost, upgradesPath, body)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := expect(http.MethodPost, upgradesPath, code, resp, http.StatusAccepted); err != nil {
+		return "", 0, err
+	}
+	var v struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(resp, &v); err != nil || v.Name == "" {
+		return "", 0, fmt.Errorf("POST %s: no name in %s", upgradesPath, truncate(string(resp), 200))
+	}
+	return v.Name, len(resp), nil
+}
+
+// writePhase creates the vmclusters and upgrade operations of the read
+// path through the API, timing it, and the same objects directly.
+func (e *env) writePhase(ctx context.Context, res *Results) error {
+	cfg := e.cfg
+	if err := e.ensureNamespace(ctx, namespaceDirect); err != nil {
+		return err
+	}
+	serial := min(cfg.WriteSerial, cfg.VMClusters, cfg.Upgrades)
+	e.vmIDs, e.vmNames = make([]string, cfg.VMClusters), make([]string, cfg.VMClusters)
+
+	// vmclusters: the API side first (its first object is the template of
+	// the direct side), then the direct side, one client then many.
+	apiVM := func(offset int) Request {
+		return func(ctx context.Context, _, seq int) (int, error) {
+			i := offset + seq
+			id, n, err := e.postVMCluster(ctx, vmName(i))
+			if err == nil {
+				e.vmIDs[i], e.vmNames[i] = id, vmName(i)
+			}
+			return n, err
+		}
+	}
+	directVM := func(offset int) Request {
+		return func(ctx context.Context, _, seq int) (int, error) {
+			return 0, e.vmTemplate.create(ctx, e.kube, namespaceDirect, vmName(offset+seq), true)
+		}
+	}
+	// The template: one vmcluster created before the timed runs.
+	id, _, err := e.postVMCluster(ctx, vmName(0))
+	if err != nil {
+		return err
+	}
+	e.vmIDs[0], e.vmNames[0] = id, vmName(0)
+	if e.vmTemplate, err = loadVMTemplate(ctx, e.kube, stack.Namespace, vmName(0)); err != nil {
+		return err
+	}
+	if err := e.vmTemplate.create(ctx, e.kube, namespaceDirect, vmName(0), true); err != nil {
+		return err
+	}
+	serialVM := min(serial, cfg.VMClusters-1)
+	e.logf("POST %s: %d by one client, then %d by %d clients; the same objects directly", vmclustersPath, serialVM, cfg.VMClusters-1-serialVM, cfg.Clients)
+	res.Write = append(res.Write, e.compareWrites(ctx, "create a vmcluster", 1, serialVM,
+		"POST "+vmclustersPath, "POST helmreleases, POST helmrepositories", apiVM(1), directVM(1)))
+	res.Write = append(res.Write, e.compareWrites(ctx, "create a vmcluster", cfg.Clients, cfg.VMClusters-1-serialVM,
+		"POST "+vmclustersPath, "POST helmreleases, POST helmrepositories", apiVM(1+serialVM), directVM(1+serialVM)))
+
+	// Upgrade operations, the same way.
+	name, _, err := e.postUpgrade(ctx, upgradeCluster(0, cfg.UpgradeClusters))
+	if err != nil {
+		return err
+	}
+	e.upTemplate = &opsv1.ClusterUpgradeOperation{}
+	if err := e.kube.Get(ctx, client.ObjectKey{Namespace: stack.Namespace, Name: name}, e.upTemplate); err != nil {
+		return fmt.Errorf("reading the upgrade operation the API created: %w", err)
+	}
+	if err := e.kube.Create(ctx, upgradeCopy(e.upTemplate, namespaceDirect, upgradeCluster(0, cfg.UpgradeClusters))); err != nil {
+		return err
+	}
+	apiUp := func(offset int) Request {
+		return func(ctx context.Context, _, seq int) (int, error) {
+			_, n, err := e.postUpgrade(ctx, upgradeCluster(offset+seq, cfg.UpgradeClusters))
+			return n, err
+		}
+	}
+	directUp := func(offset int) Request {
+		return func(ctx context.Context, _, seq int) (int, error) {
+			return 0, e.kube.Create(ctx, upgradeCopy(e.upTemplate, namespaceDirect, upgradeCluster(offset+seq, cfg.UpgradeClusters)))
+		}
+	}
+	serialUp := min(serial, cfg.Upgrades-1)
+	e.logf("POST %s: %d by one client, then %d by %d clients; the same objects directly", upgradesPath, serialUp, cfg.Upgrades-1-serialUp, cfg.Clients)
+	res.Write = append(res.Write, e.compareWrites(ctx, "create an upgrade operation", 1, serialUp,
+		"POST "+upgradesPath, "POST clusterupgradeoperations", apiUp(1), directUp(1)))
+	res.Write = append(res.Write, e.compareWrites(ctx, "create an upgrade operation", cfg.Clients, cfg.Upgrades-1-serialUp,
+		"POST "+upgradesPath, "POST clusterupgradeoperations", apiUp(1+serialUp), directUp(1+serialUp)))
+
+	for _, c := range res.Write {
+		if c.Ops.Errors > 0 {
+			return fmt.Errorf("%s: %d of the API's creates failed; first: %s", c.Name, c.Ops.Errors, c.Ops.FirstError)
+		}
+	}
+	for i, id := range e.vmIDs {
+		if id == "" {
+			return fmt.Errorf("vmcluster %s was not created", vmName(i))
+		}
+	}
+	return ctx.Err()
+}
+
+// compareWrites sends n creates through each side with clients workers,
+// the API side first (n = 0 gives an empty row).
+func (e *env) compareWrites(ctx context.Context, name string, clients, n int, opsReq, kubeReq string, api, direct Request) Comparison {
+	c := Comparison{Name: fmt.Sprintf("%s, %d client(s)", name, clients), Clients: clients, OpsRequest: opsReq, KubeRequest: kubeReq}
+	if n <= 0 {
+		return c
+	}
+	c.Ops = Summarize(RunN(ctx, clients, n, api))
+	c.Kube = Summarize(RunN(ctx, clients, n, direct))
+	e.logf("  %s: ops-apiserver %.0f/s p50 %s ms p99 %s ms (%d errors); direct %.0f/s p50 %s ms p99 %s ms (%d errors)", c.Name,
+		c.Ops.PerSecond, fmtMs(c.Ops.P50Ms), fmtMs(c.Ops.P99Ms), c.Ops.Errors, c.Kube.PerSecond, fmtMs(c.Kube.P50Ms), fmtMs(c.Kube.P99Ms), c.Kube.Errors)
+	return c
+}
