@@ -147,6 +147,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, fmt.Errorf("creating HelmRelease informer: %w", err)
 	}
 
+	if err := upgrades.IndexFields(ctx, a.cache); err != nil {
+		return nil, fmt.Errorf("indexing ClusterUpgradeOperations: %w", err)
+	}
 	if _, err := a.cache.GetInformer(ctx, &opsv1.ClusterUpgradeOperation{}); err != nil {
 		return nil, fmt.Errorf("creating ClusterUpgradeOperation informer: %w", err)
 	}
@@ -157,7 +160,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	up := &upgrades.Service{Reader: a.cache, Writer: kube, Namespace: cfg.Upgrades.Namespace, Providers: registry, Caller: auth.CallerName}
+	up := &upgrades.Service{Reader: a.cache, Indexed: true, Writer: kube, Namespace: cfg.Upgrades.Namespace, Providers: registry, Caller: auth.CallerName}
 
 	source, err := a.chartSource(cfg.Chart)
 	if err != nil {

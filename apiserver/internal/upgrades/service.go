@@ -34,6 +34,10 @@ type Service struct {
 	Reader    client.Reader
 	Writer    client.Client
 	Namespace string
+	// Indexed says Reader is an informer cache with the indexes of
+	// IndexFields registered; without it gets by id and filtered lists
+	// scan the namespace.
+	Indexed   bool
 	Providers *cloud.Registry
 	// Caller names the authenticated caller of a request (for the
 	// initiated-by annotation); nil or "" when unknown.
@@ -172,7 +176,11 @@ func (s *Service) find(ctx context.Context, id string) (*opsv1.ClusterUpgradeOpe
 	}
 	list := &opsv1.ClusterUpgradeOperationList{}
 	// The shared cached objects, read only: only the match is copied.
-	if err := s.Reader.List(ctx, list, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	opts := []client.ListOption{client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy}
+	if s.Indexed {
+		opts = append(opts, client.MatchingFields{uidIndex: id})
+	}
+	if err := s.Reader.List(ctx, list, opts...); err != nil {
 		return nil, apierror.FromKubernetes(err)
 	}
 	for i := range list.Items {
@@ -270,6 +278,9 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 	// sort, translate the page), and copying every operation of the
 	// namespace on every request was most of a list's cost.
 	opts := []client.ListOption{client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy}
+	if s.Indexed && req.K8sClusterName != "" {
+		opts = append(opts, client.MatchingFields{clusterIndex: req.K8sClusterName})
+	}
 	if err := s.Reader.List(ctx, list, opts...); err != nil {
 		return ListResponse{}, apierror.FromKubernetes(err)
 	}
