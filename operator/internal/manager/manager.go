@@ -133,7 +133,9 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	recoverPanic, skipName := true, o.SkipControllerNameValidation
-	var cacheOpts cache.Options
+	// managedFields are never read here and are a large share of every
+	// cached object's memory.
+	cacheOpts := cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	if o.WatchNamespace != "" {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{o.WatchNamespace: {}}
 	}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -300,8 +301,13 @@ func (r *Reconciler) event(op *opsv1.ClusterUpgradeOperation, kind, reason, form
 }
 
 // patchStatus writes status once per reconcile, as a merge patch from the
-// object as it was read. Only the operator writes status.
+// object as it was read, and not at all when nothing changed (a poll that
+// found the cloud operation still running). Only the operator writes
+// status.
 func (r *Reconciler) patchStatus(ctx context.Context, original, op *opsv1.ClusterUpgradeOperation) error {
+	if equality.Semantic.DeepEqual(original.Status, op.Status) {
+		return nil
+	}
 	if err := r.Client.Status().Patch(ctx, op, ctrl.MergeFrom(original), ctrl.FieldOwner(FieldOwner)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
