@@ -89,12 +89,17 @@ type OperatorResult struct {
 	ReconcileErrors     float64 `json:"reconcileErrors"`
 	ReconcilesPerSecond float64 `json:"reconcilesPerSecond"`
 	PeakRSSMiB          float64 `json:"peakRSSMiB"`
-	// APIRequests is the operator's kube-apiserver requests during the
-	// run (rest_client_requests_total), RequestsPerOperation that over
-	// Operations, RequestsByMethod the same per operation by HTTP method.
+	// APIRequests is the operator's own kube-apiserver requests during
+	// the run (rest_client_requests_total less the simulated cloud's,
+	// mock.RequestsMetric), RequestsPerOperation that over Operations,
+	// RequestsByMethod the same per operation by HTTP method.
 	APIRequests          float64            `json:"apiRequests"`
 	RequestsPerOperation float64            `json:"requestsPerOperation"`
 	RequestsByMethod     map[string]float64 `json:"requestsPerOperationByMethod"`
+	// CloudRequestsPerOperation are the Kubernetes requests the simulated
+	// cloud made for its state and Nodes (in a real cloud, cloud API
+	// calls), per operation.
+	CloudRequestsPerOperation float64 `json:"mockCloudRequestsPerOperation"`
 }
 
 // Footprint is the memory and size of the ops-server binaries.

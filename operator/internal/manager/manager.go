@@ -170,8 +170,9 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 		var extra []cloud.Provider
 		if o.EnableMockCloud {
 			// The mock cloud writes its state directly (not through the
-			// cache), as a cloud API would answer.
-			direct, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+			// cache), as a cloud API would answer; its requests are
+			// counted apart (mock.RequestsMetric).
+			direct, err := client.New(mock.CountedConfig(cfg), client.Options{Scheme: mgr.GetScheme()})
 			if err != nil {
 				return nil, err
 			}

@@ -96,81 +96,131 @@ type scope struct {
 	requeue  time.Duration
 	// blocked is what keeps the current step from progressing, if anything.
 	blocked *opsv1.BlockedBy
+	// observedOnly says the action changed nothing outside the operation
+	// (see Reconcile).
+	observedOnly bool
 }
 
-// Reconcile follows one skeleton: get, remember the original, defer the
-// status patch, then decide one action and perform it.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, retErr error) {
-	logger := log.FromContext(ctx)
+// maxActionsPerReconcile bounds the actions one reconcile takes in a row,
+// so that one operation does not hold a worker while others wait.
+const maxActionsPerReconcile = 16
+
+// Reconcile reads the operation once, then takes actions in a row on the
+// object the status patches return (never on a cache that may not have
+// seen the last patch yet) until one has to wait — for a cloud operation,
+// Nodes, a rollout, the schedule — or the operation ends. Status is
+// patched after every action that changed something outside the
+// operation (a cloud operation started, Nodes cordoned, pods evicted, the
+// VMCluster patched), so its record is stored before anything waits on
+// it, and once before returning; actions that only observed (the plan,
+// the preflight, a poll) share the next patch: after a crash they are
+// simply observed again.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	op := &opsv1.ClusterUpgradeOperation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, op); err != nil {
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
-	// No finalizer: a cloud operation cannot be undone, so deleting the
-	// object only stops the operator; nothing can be left to clean up.
-	if !op.DeletionTimestamp.IsZero() || op.Status.Phase.IsTerminal() {
-		return reconcile.Result{}, nil
-	}
 	original := op.DeepCopy()
+	result, err := func() (reconcile.Result, error) {
+		for range maxActionsPerReconcile {
+			// No finalizer: a cloud operation cannot be undone, so
+			// deleting the object only stops the operator; nothing can
+			// be left to clean up.
+			if !op.DeletionTimestamp.IsZero() || op.Status.Phase.IsTerminal() {
+				return reconcile.Result{}, nil
+			}
+			requeue, again, record, err := r.act(ctx, op)
+			if err != nil || !again {
+				return reconcile.Result{RequeueAfter: requeue}, err
+			}
+			if record {
+				if err := r.patchStatus(ctx, original, op); err != nil {
+					return reconcile.Result{}, err
+				}
+				original = op.DeepCopy()
+			}
+		}
+		return reconcile.Result{RequeueAfter: time.Millisecond}, nil
+	}()
+	if perr := r.patchStatus(ctx, original, op); perr != nil {
+		err = errors.Join(err, perr)
+	}
+	if apierrors.IsConflict(err) {
+		// The object changed since it was read (a spec change, or a
+		// cache behind an earlier patch): start over from a fresh read;
+		// nothing of the last actions was recorded.
+		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return result, nil
+}
+
+// act decides one action, performs it on op and derives the rest of status
+// (summarize). It returns when to look again, or again=true when the next
+// action can follow at once, and record=true when the action changed
+// something outside the operation that status must record before the next
+// one.
+func (r *Reconciler) act(ctx context.Context, op *opsv1.ClusterUpgradeOperation) (requeue time.Duration, again, record bool, retErr error) {
+	logger := log.FromContext(ctx)
 	s := &scope{op: op}
 	defer func() {
-		if retErr == nil {
-			r.summarize(s)
-		}
-		if err := r.patchStatus(ctx, original, op); err != nil {
-			retErr = errors.Join(retErr, err)
+		if retErr != nil {
 			return
 		}
-		if retErr == nil && !op.Status.Phase.IsTerminal() && op.Status.Phase != opsv1.UpgradePhasePaused {
-			result = reconcile.Result{RequeueAfter: s.requeue}
-			if s.requeue == 0 {
-				result.RequeueAfter = time.Millisecond
-			}
+		r.summarize(s)
+		record = !s.observedOnly
+		if !op.Status.Phase.IsTerminal() && op.Status.Phase != opsv1.UpgradePhasePaused {
+			requeue, again = s.requeue, s.requeue <= 0
 		}
 	}()
 
 	act := decide(op, r.Now())
 	logger.V(1).Info("Deciding", "action", act.kind, "step", act.step, "phase", op.Status.Phase)
 	switch act.kind {
-	case actNone:
-		return reconcile.Result{}, nil
+	case actNone: // terminal: nothing to do
+		return
 	case actWritePlan:
+		s.observedOnly = true
 		op.Status.Steps = buildPlan(&op.Spec)
 		op.Status.Phase = opsv1.UpgradePhasePending
 		r.event(op, "Normal", "Planned", "Planned %d steps", len(op.Status.Steps))
-		return reconcile.Result{}, nil
+		return
 	case actWaitSchedule:
 		op.Status.Phase = opsv1.UpgradePhaseScheduled
 		s.requeue = op.Spec.Schedule.Sub(r.Now())
-		return reconcile.Result{}, nil
+		return
 	case actPause:
 		op.Status.Phase = opsv1.UpgradePhasePaused
-		return reconcile.Result{}, nil
+		return
 	case actCancel:
 		r.cancel(op)
-		return reconcile.Result{}, nil
+		return
 	case actSucceed:
 		r.finish(op, opsv1.UpgradePhaseSucceeded, "All steps finished")
-		return reconcile.Result{}, nil
+		return
 	case actFail:
 		step := &op.Status.Steps[act.step]
 		r.fail(op, fmt.Sprintf("Step %s failed: %s", step.ID, step.Message))
-		return reconcile.Result{}, nil
+		return
 	}
 
 	// The remaining actions talk to the cloud.
 	if err := r.resolveProvider(s); err != nil {
-		return reconcile.Result{}, r.handleError(s, nil, err)
+		return 0, false, false, r.handleError(s, nil, err)
 	}
 	switch act.kind {
 	case actPreflight:
-		return reconcile.Result{}, r.preflight(ctx, s)
+		s.observedOnly = true
+		return 0, false, false, r.preflight(ctx, s)
 	case actPoll:
-		return reconcile.Result{}, r.poll(ctx, s, &op.Status.Steps[act.step])
+		s.observedOnly = true
+		return 0, false, false, r.poll(ctx, s, &op.Status.Steps[act.step])
 	case actRunStep:
-		return reconcile.Result{}, r.runStep(ctx, s, &op.Status.Steps[act.step])
+		return 0, false, false, r.runStep(ctx, s, &op.Status.Steps[act.step])
 	}
-	return reconcile.Result{}, fmt.Errorf("unknown action %q", act.kind)
+	return 0, false, false, fmt.Errorf("unknown action %q", act.kind)
 }
 
 func (r *Reconciler) resolveProvider(s *scope) error {
@@ -308,9 +358,15 @@ func (r *Reconciler) patchStatus(ctx context.Context, original, op *opsv1.Cluste
 	if equality.Semantic.DeepEqual(original.Status, op.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, op, ctrl.MergeFrom(original), ctrl.FieldOwner(FieldOwner)); err != nil {
+	// Optimistic locking: a patch computed from an object older than the
+	// stored one (a stale read) must not replace newer step records.
+	patch := ctrl.MergeFromWithOptions(original, ctrl.MergeFromWithOptimisticLock{})
+	if err := r.Client.Status().Patch(ctx, op, patch, ctrl.FieldOwner(FieldOwner)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
+		}
+		if apierrors.IsConflict(err) {
+			return err
 		}
 		return fmt.Errorf("patching status of %s: %w", klog.KObj(op), err)
 	}

@@ -299,6 +299,7 @@ func (r *Reconciler) groupNodes(ctx context.Context, s *scope, group string) ([]
 }
 
 func (r *Reconciler) waitNodesReady(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
+	s.observedOnly = true
 	r.startStep(s.op, step)
 	groups, err := s.provider.ListNodeGroups(ctx, s.ref)
 	if err != nil {
@@ -372,9 +373,16 @@ func (r *Reconciler) rolloutVMStorage(ctx context.Context, s *scope, step *opsv1
 	if err != nil {
 		return r.handleError(s, step, err)
 	}
+	// The label naming the group: the provider's node-group label when the
+	// selector has it (the mock's also names the simulated cluster), else
+	// the selector's one label (ACK's node-pool id).
 	label, value := s.provider.NodeGroupLabel(), ng.NewNodeGroupName
-	for k, v := range sel { // one label names a group's Nodes
-		label, value = k, v
+	if v, ok := sel[label]; ok {
+		value = v
+	} else {
+		for k, v := range sel {
+			label, value = k, v
+		}
 	}
 	ro, err := vmstorage.RolloutStatus(ctx, r.APIReader, key, gen, types.NamespacedName{Namespace: stsNS, Name: stsName},
 		label, value, requirePlacement)

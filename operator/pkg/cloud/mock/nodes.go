@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
 
 // KwokAnnotation marks Nodes for kwok, which plays their kubelets in the
@@ -89,6 +91,13 @@ func (p *Provider) setNodeStatus(ctx context.Context, node *corev1.Node, version
 		return fmt.Errorf("updating status of node %s: %w", node.Name, err)
 	}
 	return nil
+}
+
+// NodeSelector implements cloud.NodeGroupSelector: a group's Nodes are
+// the ones of its name and its cluster, since the simulated clusters share
+// one Kubernetes cluster (and may reuse group names).
+func (p *Provider) NodeSelector(_ context.Context, c cloud.ClusterRef, group string) (map[string]string, error) {
+	return map[string]string{NodeGroupLabel: group, ClusterLabel: c.Name}, nil
 }
 
 // deleteNodes removes every Node of the group.
