@@ -1,7 +1,7 @@
 // Package upgrade reconciles ClusterUpgradeOperations: it writes the plan,
 // waits for the schedule, checks the cloud (preflight), then walks the
 // steps — control plane, addons, node groups in place or blue-green with
-// the VMStorage rollout — one action per reconcile, recording every cloud
+// the VMStorage rollout — one action at a time, recording every cloud
 // operation id in status before it waits, so a restarted operator resumes
 // by polling and never starts a cloud call twice.
 package upgrade
@@ -350,10 +350,10 @@ func (r *Reconciler) event(op *opsv1.ClusterUpgradeOperation, kind, reason, form
 	r.Recorder.Eventf(op, nil, kind, reason, "Reconcile", format, args...)
 }
 
-// patchStatus writes status once per reconcile, as a merge patch from the
-// object as it was read, and not at all when nothing changed (a poll that
-// found the cloud operation still running). Only the operator writes
-// status.
+// patchStatus writes status as a merge patch from original (the object
+// as read or as the last patch returned it), and not at all when nothing
+// changed (a poll that found the cloud operation still running). Only the
+// operator writes status.
 func (r *Reconciler) patchStatus(ctx context.Context, original, op *opsv1.ClusterUpgradeOperation) error {
 	if equality.Semantic.DeepEqual(original.Status, op.Status) {
 		return nil
