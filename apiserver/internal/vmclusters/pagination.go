@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -108,21 +108,75 @@ func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 
 // Paginate returns one page of items (already filtered) in name order and
 // the token of the next page ("" on the last page). name gives the sort
-// key of an item.
+// key of an item; names are unique. items is left as it was.
+//
+// The page is the page-size smallest names after the cursor, kept in a
+// bounded max-heap in one pass: sorting every item on every request was
+// most of the cost of listing a thousand vmclusters.
 func Paginate[T any](items []T, name func(T) string, req ListRequest) ([]T, string) {
-	sort.SliceStable(items, func(i, j int) bool { return name(items[i]) < name(items[j]) })
-	start := 0
-	if req.After != "" {
-		start = sort.Search(len(items), func(i int) bool { return name(items[i]) > req.After })
-	}
 	size := req.PageSize
 	if size <= 0 {
 		size = DefaultPageSize
 	}
-	end := min(start+size, len(items))
-	page := items[start:end]
-	if end < len(items) && len(page) > 0 {
+	h := maxHeap[T]{name: name, items: make([]T, 0, min(size, len(items)))}
+	more := false
+	for _, it := range items {
+		n := name(it)
+		if n <= req.After {
+			continue
+		}
+		switch {
+		case len(h.items) < size:
+			h.push(it)
+		case n < name(h.items[0]):
+			h.items[0] = it
+			h.down(0)
+			more = true
+		default:
+			more = true
+		}
+	}
+	page := h.items
+	slices.SortFunc(page, func(a, b T) int { return strings.Compare(name(a), name(b)) })
+	if more && len(page) > 0 {
 		return page, EncodePageToken(name(page[len(page)-1]), req.Status)
 	}
 	return page, ""
+}
+
+// maxHeap is a binary heap with the greatest name at the root.
+type maxHeap[T any] struct {
+	name  func(T) string
+	items []T
+}
+
+func (h *maxHeap[T]) less(i, j int) bool { return h.name(h.items[i]) < h.name(h.items[j]) }
+
+func (h *maxHeap[T]) push(it T) {
+	h.items = append(h.items, it)
+	for i := len(h.items) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(p, i) {
+			break
+		}
+		h.items[p], h.items[i] = h.items[i], h.items[p]
+		i = p
+	}
+}
+
+func (h *maxHeap[T]) down(i int) {
+	for {
+		l, big := 2*i+1, i
+		if l < len(h.items) && h.less(big, l) {
+			big = l
+		}
+		if r := l + 1; r < len(h.items) && h.less(big, r) {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		h.items[i], h.items[big] = h.items[big], h.items[i]
+		i = big
+	}
 }
