@@ -142,8 +142,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err := vmclusters.IndexUID(ctx, a.cache); err != nil {
 		return nil, fmt.Errorf("indexing HelmReleases by UID: %w", err)
 	}
-	// Create the informer now, so that it starts (and syncs) with the cache.
-	if _, err := a.cache.GetInformer(ctx, &helmv2.HelmRelease{}); err != nil {
+	// Create the informer now, so that it starts (and syncs) with the
+	// cache; the index lists releases without copying them.
+	releases, err := vmclusters.NewReleaseIndex(ctx, a.cache, cfg.Namespace)
+	if err != nil {
 		return nil, fmt.Errorf("creating HelmRelease informer: %w", err)
 	}
 
@@ -174,7 +176,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	svc := &vmclusters.Service{
 		Store: &vmclusters.KubeStore{
-			Cache: a.cache, Client: kube, Namespace: cfg.Namespace, FieldManager: cfg.FieldManager,
+			Cache: a.cache, Index: releases, Client: kube, Namespace: cfg.Namespace, FieldManager: cfg.FieldManager,
 			CacheWait: 5 * time.Second,
 		},
 		Translator: vmclusters.Translator{Namespace: cfg.Namespace, Chart: source, Flux: cfg.Flux, Endpoints: endpoints},

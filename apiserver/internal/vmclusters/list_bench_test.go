@@ -3,23 +3,21 @@ package vmclusters
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 )
 
-// listStore serves List from a fixed set, copying the items the way the
-// informer cache does for a list without deep copies (a new slice of
-// shallow struct copies).
+// listStore serves List from a fixed set, the way ReleaseIndex does (a new
+// slice of the shared objects).
 type listStore struct {
 	Store
-	items []helmv2.HelmRelease
+	items []*helmv2.HelmRelease
 }
 
-func (s *listStore) List(context.Context) ([]helmv2.HelmRelease, error) {
-	out := make([]helmv2.HelmRelease, len(s.items))
-	copy(out, s.items)
-	return out, nil
+func (s *listStore) List(context.Context) ([]*helmv2.HelmRelease, error) {
+	return slices.Clone(s.items), nil
 }
 
 // BenchmarkList lists the first page of 50 of 1000 vmclusters, the read
@@ -29,7 +27,7 @@ func BenchmarkList(b *testing.B) {
 	st := &listStore{}
 	for i := range 1000 {
 		hr := tr.Release(CreateRequest{Name: fmt.Sprintf("vmcluster-%04d", (i*7919)%1000), Values: []byte(`{"vmstorage":{"replicaCount":3}}`)}, now)
-		st.items = append(st.items, *hr)
+		st.items = append(st.items, hr)
 	}
 	svc := &Service{Store: st, Translator: tr}
 	ctx := context.Background()

@@ -26,9 +26,10 @@ type Store interface {
 	// GetByUID returns the managed HelmRelease with this UID (NotFound if
 	// none).
 	GetByUID(ctx context.Context, uid string) (*helmv2.HelmRelease, error)
-	// List returns every managed HelmRelease. The items may share memory
-	// with the cache: callers read them and never modify them.
-	List(ctx context.Context) ([]helmv2.HelmRelease, error)
+	// List returns every managed HelmRelease, in no particular order. The
+	// items may be the cache's own objects: callers read them and never
+	// modify them.
+	List(ctx context.Context) ([]*helmv2.HelmRelease, error)
 	// GetLive reads the HelmRelease name from the API server, managed or
 	// not.
 	GetLive(ctx context.Context, name string) (*helmv2.HelmRelease, error)
@@ -192,14 +193,14 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 	// translating (and copying) every release on every request was most
 	// of a list's cost.
 	matched := make([]*helmv2.HelmRelease, 0, len(hrs))
-	for i := range hrs {
-		if !IsManaged(&hrs[i]) {
+	for _, hr := range hrs {
+		if !IsManaged(hr) {
 			continue
 		}
-		if req.Status != "" && StatusOf(&hrs[i]).Status != req.Status {
+		if req.Status != "" && StatusOf(hr).Status != req.Status {
 			continue
 		}
-		matched = append(matched, &hrs[i])
+		matched = append(matched, hr)
 	}
 	selected, next := Paginate(matched, func(hr *helmv2.HelmRelease) string { return hr.Name }, req)
 	page := make([]VMCluster, 0, len(selected))

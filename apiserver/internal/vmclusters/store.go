@@ -36,6 +36,8 @@ func IndexUID(ctx context.Context, c cache.Cache) error {
 type KubeStore struct {
 	// Cache holds the managed HelmReleases of Namespace, indexed by UID.
 	Cache client.Reader
+	// Index, optional, serves List without copying the cached releases.
+	Index *ReleaseIndex
 	// Client writes to (and, for GetLive, reads from) the API server.
 	Client       client.Client
 	Namespace    string
@@ -67,15 +69,23 @@ func (s *KubeStore) GetByUID(ctx context.Context, uid string) (*helmv2.HelmRelea
 	return &list.Items[0], nil
 }
 
-// List implements Store.
-func (s *KubeStore) List(ctx context.Context) ([]helmv2.HelmRelease, error) {
+// List implements Store: from Index once it has synced, else from the
+// cache.
+func (s *KubeStore) List(ctx context.Context) ([]*helmv2.HelmRelease, error) {
+	if s.Index != nil && s.Index.Synced() {
+		return s.Index.List(), nil
+	}
 	var list helmv2.HelmReleaseList
 	// UnsafeDisableDeepCopy: the items are the cache's own objects (see
-	// Store.List), so a list copies nothing.
+	// Store.List).
 	if err := s.Cache.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{LabelManagedBy: ManagedBy}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	return list.Items, nil
+	out := make([]*helmv2.HelmRelease, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
 }
 
 // GetLive implements Store.
@@ -161,12 +171,14 @@ func (s *KubeStore) WaitForCache(ctx context.Context, name string, done func(*he
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		hr, err := s.Get(ctx, name)
 		if apierrors.IsNotFound(err) {
-			return done(nil), nil
+			hr, err = nil, nil
 		}
-		if err != nil {
+		if err != nil || !done(hr) {
 			return false, nil
 		}
-		return done(hr), nil
+		// Lists are served by Index, fed by the informer's handlers a
+		// moment after its store: a list must see the write too.
+		return s.Index == nil || done(s.Index.Get(name)), nil
 	})
 	if err != nil {
 		logr.FromContextOrDiscard(ctx).V(1).Info("Cache did not catch up with a write in time", "name", name, "error", err.Error())
