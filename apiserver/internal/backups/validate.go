@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
@@ -34,63 +34,17 @@ var deletionPolicies = []string{string(opsv1.DeletionPolicyRetain), string(opsv1
 // request (every field is optional); unknown fields and wrong JSON types
 // are rejected, every problem is a field violation.
 func Decode(body []byte) (*Request, *apierror.Error) {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return &Request{}, nil
 	}
-	if trimmed[0] != '{' {
-		return nil, apierror.InvalidArgument("the request body must be a JSON object", apierror.Violation("body", "must be a JSON object"))
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
 	var req Request
-	if err := dec.Decode(&req); err != nil {
-		return nil, decodeError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, apierror.InvalidArgument("the request body must hold one JSON object", apierror.Violation("body", "unexpected data after the JSON object"))
+	if err := jsonbody.Decode(body, &req); err != nil {
+		return nil, err
 	}
 	if v := Validate(&req); len(v) > 0 {
 		return nil, apierror.InvalidArgument(fmt.Sprintf("the backup request has %d invalid field(s)", len(v)), v...)
 	}
 	return &req, nil
-}
-
-func decodeError(err error) *apierror.Error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			field = "body"
-		}
-		return apierror.InvalidArgument("a field has the wrong JSON type",
-			apierror.Violation(field, "must be %s", jsonKind(typeErr.Type.Kind().String())))
-	case errors.As(err, &syntaxErr):
-		return apierror.InvalidArgument("the request body is not valid JSON",
-			apierror.Violation("body", "malformed JSON at byte %d", syntaxErr.Offset))
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return apierror.InvalidArgument("the request has an unknown field", apierror.Violation(name, "unknown field"))
-	default:
-		return apierror.InvalidArgument("the request body is not valid JSON", apierror.Violation("body", "malformed JSON"))
-	}
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "a JSON string"
-	case "bool":
-		return "a JSON boolean"
-	case "struct", "map":
-		return "a JSON object"
-	case "int64", "int32", "int":
-		return "an integer"
-	default:
-		return "of another JSON type"
-	}
 }
 
 // Validate returns one violation per bad field of a request (what the

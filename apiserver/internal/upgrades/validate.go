@@ -3,14 +3,13 @@ package upgrades
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
 )
 
 // The rules below are the CRD's (operator/api/v1alpha1), checked here
@@ -40,63 +39,17 @@ const (
 // Decode parses and validates an upgrade request. Every problem is a field
 // violation; unknown fields and wrong JSON types are rejected.
 func Decode(body []byte) (*Request, *apierror.Error) {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, apierror.InvalidArgument("the request body is empty", apierror.Violation("body", "a JSON object is required"))
 	}
-	if trimmed[0] != '{' {
-		return nil, apierror.InvalidArgument("the request body must be a JSON object", apierror.Violation("body", "must be a JSON object"))
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
 	var req Request
-	if err := dec.Decode(&req); err != nil {
-		return nil, decodeError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, apierror.InvalidArgument("the request body must hold one JSON object", apierror.Violation("body", "unexpected data after the JSON object"))
+	if err := jsonbody.Decode(body, &req); err != nil {
+		return nil, err
 	}
 	if v := Validate(&req); len(v) > 0 {
 		return nil, apierror.InvalidArgument(fmt.Sprintf("the upgrade request has %d invalid field(s)", len(v)), v...)
 	}
 	return &req, nil
-}
-
-func decodeError(err error) *apierror.Error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			field = "body"
-		}
-		return apierror.InvalidArgument("a field has the wrong JSON type",
-			apierror.Violation(field, "must be a JSON %s, not %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value))
-	case errors.As(err, &syntaxErr):
-		return apierror.InvalidArgument("the request body is not valid JSON",
-			apierror.Violation("body", "malformed JSON at byte %d", syntaxErr.Offset))
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return apierror.InvalidArgument("the request has an unknown field", apierror.Violation(name, "unknown field"))
-	default:
-		return apierror.InvalidArgument("the request body is not valid JSON", apierror.Violation("body", "malformed JSON"))
-	}
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "string"
-	case "bool":
-		return "boolean"
-	case "slice":
-		return "array"
-	case "struct", "map":
-		return "object"
-	default:
-		return "number"
-	}
 }
 
 // Validate returns one violation per bad field.
