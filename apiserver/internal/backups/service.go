@@ -19,6 +19,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -278,7 +279,7 @@ func paginate(items []opsv1.ClusterBackup, vmclusterID string, req ListRequest) 
 	}
 	size := req.PageSize
 	if size <= 0 {
-		size = DefaultPageSize
+		size = pagetoken.DefaultPageSize
 	}
 	end := min(start+size, len(items))
 	page := items[start:end]

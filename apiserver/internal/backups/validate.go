@@ -2,9 +2,6 @@ package backups
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -15,6 +12,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
+	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
@@ -93,21 +91,11 @@ func ValidateIdempotencyKey(key string) *apierror.Error {
 	return nil
 }
 
-// Page sizes (AIP-158).
-const (
-	DefaultPageSize = 50
-	MaxPageSize     = 1000
-)
-
-// maxPageTokenLength bounds the token before decoding it.
-const maxPageTokenLength = 512
-
-// cursor is the content of a page token: the position the next page
-// starts after (backups are listed newest first: creation time, then
-// name), and the vmcluster the token belongs to. The token is
-// base64url(JSON) and opaque to clients; it is only a cursor, so deletions
-// and creations between pages never cause a gap or a repeat among the
-// backups that exist throughout.
+// cursor is the content of a page token (see package pagetoken): the
+// position the next page starts after (backups are listed newest first:
+// creation time, then name), and the vmcluster the token belongs to. It is
+// only a cursor, so deletions and creations between pages never cause a
+// gap or a repeat among the backups that exist throughout.
 type cursor struct {
 	Version   int    `json:"v"`
 	Created   int64  `json:"c"`
@@ -119,28 +107,16 @@ const pageTokenVersion = 1
 
 func encodeCursor(c cursor) string {
 	c.Version = pageTokenVersion
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return pagetoken.Encode(c)
 }
 
-var errBadToken = errors.New("is not a page token returned by this API for this query")
-
 func decodeCursor(token string) (*cursor, error) {
-	if len(token) > maxPageTokenLength {
-		return nil, errBadToken
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil {
-		return nil, errBadToken
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var c cursor
-	if err := dec.Decode(&c); err != nil || dec.More() {
-		return nil, errBadToken
+	if err := pagetoken.Decode(token, &c); err != nil {
+		return nil, err
 	}
 	if c.Version != pageTokenVersion || c.Name == "" || c.VMCluster == "" || len(validation.IsDNS1123Subdomain(c.Name)) > 0 {
-		return nil, errBadToken
+		return nil, pagetoken.ErrInvalid
 	}
 	return &c, nil
 }
@@ -149,15 +125,15 @@ func decodeCursor(token string) (*cursor, error) {
 // and page_token. Other parameters are ignored. Whether the token belongs
 // to the vmcluster listed is checked by the service.
 func ParseList(q url.Values) (ListRequest, *apierror.Error) {
-	req := ListRequest{PageSize: DefaultPageSize}
+	req := ListRequest{PageSize: pagetoken.DefaultPageSize}
 	var violations []apierror.FieldViolation
 	if s := q.Get("page_size"); s != "" {
 		n, err := strconv.Atoi(s)
 		switch {
 		case err != nil:
 			violations = append(violations, apierror.Violation("page_size", "must be an integer"))
-		case n < 0 || n > MaxPageSize:
-			violations = append(violations, apierror.Violation("page_size", "must be between 0 and %d", MaxPageSize))
+		case n < 0 || n > pagetoken.MaxPageSize:
+			violations = append(violations, apierror.Violation("page_size", "must be between 0 and %d", pagetoken.MaxPageSize))
 		case n > 0:
 			req.PageSize = n
 		}
@@ -176,5 +152,5 @@ func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 }
 
 func badToken() *apierror.Error {
-	return apierror.InvalidArgument("the list request is invalid", apierror.Violation("page_token", "%v", errBadToken))
+	return apierror.InvalidArgument("the list request is invalid", apierror.Violation("page_token", "%v", pagetoken.ErrInvalid))
 }

@@ -3,9 +3,7 @@ package upgrades
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
@@ -210,18 +209,12 @@ type cursor struct {
 	Status  string `json:"s,omitempty"`
 }
 
-// Page sizes (AIP-158).
-const (
-	DefaultPageSize = 50
-	MaxPageSize     = 1000
-)
-
 var phases = []string{"Pending", "Scheduled", "Running", "Paused", "Succeeded", "Failed", "Cancelling", "Cancelled"}
 
 // ParseList validates the list query.
 func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 	var v []apierror.FieldViolation
-	r := ListRequest{K8sClusterName: q.Get("k8sClusterName"), Status: q.Get("status"), PageSize: DefaultPageSize}
+	r := ListRequest{K8sClusterName: q.Get("k8sClusterName"), Status: q.Get("status"), PageSize: pagetoken.DefaultPageSize}
 	for k := range q {
 		if !oneOf(k, []string{"k8sClusterName", "status", "pageSize", "pageToken"}) {
 			v = append(v, apierror.Violation(k, "unknown query parameter"))
@@ -235,8 +228,8 @@ func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 		switch {
 		case err != nil || n < 0:
 			v = append(v, apierror.Violation("pageSize", "must be a non-negative integer"))
-		case n > MaxPageSize:
-			v = append(v, apierror.Violation("pageSize", "must be at most %d", MaxPageSize))
+		case n > pagetoken.MaxPageSize:
+			v = append(v, apierror.Violation("pageSize", "must be at most %d", pagetoken.MaxPageSize))
 		case n > 0:
 			r.PageSize = n
 		}
@@ -254,18 +247,11 @@ func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 	return r, nil
 }
 
-func encodeCursor(c cursor) string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func encodeCursor(c cursor) string { return pagetoken.Encode(c) }
 
 func decodeCursor(tok string) (cursor, bool) {
 	var c cursor
-	if len(tok) > 512 {
-		return c, false
-	}
-	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil || json.Unmarshal(b, &c) != nil || c.Name == "" {
+	if pagetoken.Decode(tok, &c) != nil || c.Name == "" {
 		return c, false
 	}
 	return c, true

@@ -1,32 +1,20 @@
 package vmclusters
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
 )
 
-// Page sizes (AIP-158).
-const (
-	DefaultPageSize = 50
-	MaxPageSize     = 1000
-)
-
-// maxPageTokenLength bounds the token before decoding it.
-const maxPageTokenLength = 512
-
-// pageToken is the content of a page token: the name the next page starts
-// after (vmclusters are listed by name), and the filter the token belongs
-// to. The token is base64url(JSON) and opaque to clients; it is only a
-// cursor, so deletions and creations between pages never cause a gap or a
-// repeat among the vmclusters that exist throughout.
+// pageToken is the cursor of a page token (see package pagetoken): the
+// name the next page starts after (vmclusters are listed by name), and the
+// filter the token belongs to. It is only a cursor, so deletions and
+// creations between pages never cause a gap or a repeat among the
+// vmclusters that exist throughout.
 type pageToken struct {
 	Version int    `json:"v"`
 	After   string `json:"a"`
@@ -37,30 +25,18 @@ const pageTokenVersion = 1
 
 // EncodePageToken returns the token of the page after the name after.
 func EncodePageToken(after string, status Status) string {
-	b, _ := json.Marshal(pageToken{Version: pageTokenVersion, After: after, Status: status})
-	return base64.RawURLEncoding.EncodeToString(b)
+	return pagetoken.Encode(pageToken{Version: pageTokenVersion, After: after, Status: status})
 }
-
-var errBadToken = errors.New("is not a page token returned by this API for this query")
 
 // DecodePageToken returns the name a token starts after. The token must
 // have been issued for the same status filter.
 func DecodePageToken(token string, status Status) (string, error) {
-	if len(token) > maxPageTokenLength {
-		return "", errBadToken
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil {
-		return "", errBadToken
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
 	var t pageToken
-	if err := dec.Decode(&t); err != nil || dec.More() {
-		return "", errBadToken
+	if err := pagetoken.Decode(token, &t); err != nil {
+		return "", err
 	}
 	if t.Version != pageTokenVersion || len(ValidateName(t.After)) > 0 || t.Status != status {
-		return "", errBadToken
+		return "", pagetoken.ErrInvalid
 	}
 	return t.After, nil
 }
@@ -68,7 +44,7 @@ func DecodePageToken(token string, status Status) (string, error) {
 // ParseList validates the list query: page_size (0..1000, 0 means 50),
 // page_token, status. Other parameters are ignored.
 func ParseList(q url.Values) (ListRequest, *apierror.Error) {
-	req := ListRequest{PageSize: DefaultPageSize}
+	req := ListRequest{PageSize: pagetoken.DefaultPageSize}
 	var violations []apierror.FieldViolation
 	if s := q.Get("status"); s != "" {
 		st := Status(strings.ToUpper(s))
@@ -87,8 +63,8 @@ func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 		switch {
 		case err != nil:
 			violations = append(violations, apierror.Violation("page_size", "must be an integer"))
-		case n < 0 || n > MaxPageSize:
-			violations = append(violations, apierror.Violation("page_size", "must be between 0 and %d", MaxPageSize))
+		case n < 0 || n > pagetoken.MaxPageSize:
+			violations = append(violations, apierror.Violation("page_size", "must be between 0 and %d", pagetoken.MaxPageSize))
 		case n > 0:
 			req.PageSize = n
 		}
@@ -116,7 +92,7 @@ func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 func Paginate[T any](items []T, name func(T) string, req ListRequest) ([]T, string) {
 	size := req.PageSize
 	if size <= 0 {
-		size = DefaultPageSize
+		size = pagetoken.DefaultPageSize
 	}
 	h := maxHeap[T]{name: name, items: make([]T, 0, min(size, len(items)))}
 	more := false
