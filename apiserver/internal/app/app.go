@@ -65,6 +65,7 @@ type App struct {
 	cache    cache.Cache
 	echo     *echo.Echo
 	listener net.Listener
+	addr     string
 	http     *http.Server
 
 	repoListener net.Listener
@@ -207,10 +208,24 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.close()
 		return nil, err
 	}
+	var certs *server.CertReloader
+	if cfg.TLS.Enabled() {
+		if certs, err = server.NewCertReloader(cfg.TLS.CertFile, cfg.TLS.PrivateKeyFile, a.log.WithName("tls")); err != nil {
+			a.close()
+			return nil, err
+		}
+	}
 	a.listener, err = net.Listen("tcp", cfg.ListenAddress)
 	if err != nil {
 		a.close()
 		return nil, fmt.Errorf("listening on %s: %w", cfg.ListenAddress, err)
+	}
+	if certs != nil {
+		a.addr = a.listener.Addr().String()
+		if a.listener, err = server.TLSListener(a.listener, certs); err != nil {
+			a.close()
+			return nil, err
+		}
 	}
 	a.http = server.NewHTTPServer(a.echo, a.log.WithName("http"))
 	return a, nil
@@ -220,6 +235,11 @@ func New(ctx context.Context, opts Options) (*App, error) {
 // of every route (docs/auth.md).
 func (a *App) newGuard(restCfg *rest.Config, scheme *runtime.Scheme) (*auth.Guard, error) {
 	c := a.cfg.Auth
+	if c.InsecureDisableAuth && !config.IsLoopbackAddress(a.cfg.ListenAddress) {
+		// Validate says so too; this keeps a hand-built configuration from
+		// getting past it.
+		return nil, fmt.Errorf("--insecure-disable-auth needs a loopback --listen-address, not %q", a.cfg.ListenAddress)
+	}
 	cs, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return nil, fmt.Errorf("building Kubernetes clientset: %w", err)
@@ -227,11 +247,12 @@ func (a *App) newGuard(restCfg *rest.Config, scheme *runtime.Scheme) (*auth.Guar
 	a.events = record.NewBroadcaster()
 	a.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	g := &auth.Guard{
-		Namespace: a.cfg.Namespace,
-		Limiter:   auth.NewRateLimiter(c.RateLimitQPS, c.RateLimitBurst),
-		Audit:     a.log.WithName("audit"),
-		Recorder:  a.events.NewRecorder(scheme, corev1.EventSource{Component: "ops-apiserver"}),
-		Disabled:  c.InsecureDisableAuth,
+		Namespace:     a.cfg.Namespace,
+		ClientLimiter: auth.NewRateLimiter(c.ClientRateLimitQPS, c.ClientRateLimitBurst),
+		Limiter:       auth.NewRateLimiter(c.RateLimitQPS, c.RateLimitBurst),
+		Audit:         a.log.WithName("audit"),
+		Recorder:      a.events.NewRecorder(scheme, corev1.EventSource{Component: "ops-apiserver"}),
+		Disabled:      c.InsecureDisableAuth,
 	}
 	if c.InsecureDisableAuth {
 		a.log.Info("WARNING: AUTHENTICATION AND AUTHORIZATION ARE DISABLED (--insecure-disable-auth): anyone who can reach " +
@@ -246,9 +267,9 @@ func (a *App) newGuard(restCfg *rest.Config, scheme *runtime.Scheme) (*auth.Guar
 		}
 		authn = append(authn, tf)
 	}
-	authn = append(authn, auth.NewTokenReviewAuthenticator(cs.AuthenticationV1().TokenReviews(), c.TokenAudiences, c.CacheTTL.Duration))
+	authn = append(authn, auth.NewTokenReviewAuthenticator(cs.AuthenticationV1().TokenReviews(), c.TokenAudiences, c.CacheTTL.Duration, c.CacheMaxEntries))
 	g.Authenticator = authn
-	g.Authorizer = auth.NewSubjectAccessReviewAuthorizer(cs.AuthorizationV1().SubjectAccessReviews(), c.CacheTTL.Duration)
+	g.Authorizer = auth.NewSubjectAccessReviewAuthorizer(cs.AuthorizationV1().SubjectAccessReviews(), c.CacheTTL.Duration, c.CacheMaxEntries)
 	return g, nil
 }
 
@@ -368,7 +389,20 @@ func (a *App) close() {
 }
 
 // Addr is the address the REST API listens on.
-func (a *App) Addr() string { return a.listener.Addr().String() }
+func (a *App) Addr() string {
+	if a.addr != "" {
+		return a.addr
+	}
+	return a.listener.Addr().String()
+}
+
+// Scheme is "https" when the REST API serves TLS, "http" otherwise.
+func (a *App) Scheme() string {
+	if a.cfg.TLS.Enabled() {
+		return "https"
+	}
+	return "http"
+}
 
 // LocalRepositoryURL is the URL of the local chart repository ("" when
 // the chart comes from a remote repository).

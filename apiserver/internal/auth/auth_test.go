@@ -3,10 +3,12 @@ package auth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +16,11 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/labstack/echo/v4"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
@@ -112,26 +118,156 @@ func TestRateLimiterPerCaller(t *testing.T) {
 	}
 }
 
-func TestTTLCacheExpires(t *testing.T) {
-	c := newTTLCache[int](time.Second, 2)
+func TestLRUCacheIsBoundedAndExpires(t *testing.T) {
+	c := newLRUCache[int](time.Second, 2)
 	now := time.Unix(0, 0)
 	c.now = func() time.Time { return now }
-	c.put("a", 1)
-	if v, ok := c.get("a"); !ok || v != 1 {
+	a, b, d := cacheKey("a"), cacheKey("b"), cacheKey("d")
+	c.put(a, 1)
+	c.put(b, 2)
+	if v, ok := c.get(a); !ok || v != 1 { // a is now the most recently used
 		t.Fatal("fresh entry missing")
 	}
+	c.put(d, 3) // full: evicts b, the least recently used, and only b
+	if _, ok := c.get(b); ok {
+		t.Fatal("the least recently used entry was kept past the bound")
+	}
+	if v, ok := c.get(a); !ok || v != 1 {
+		t.Fatal("a recently used entry was evicted instead of the oldest")
+	}
+	if v, ok := c.get(d); !ok || v != 3 {
+		t.Fatal("latest entry missing")
+	}
+	for i := range 1000 {
+		c.put(cacheKey(fmt.Sprint(i)), i)
+		if c.len() > 2 {
+			t.Fatalf("the cache holds %d entries; bound 2", c.len())
+		}
+	}
+	c.put(a, 1)
 	now = now.Add(time.Second)
-	if _, ok := c.get("a"); ok {
+	if _, ok := c.get(a); ok {
 		t.Fatal("expired entry returned")
 	}
-	c.put("a", 1)
-	c.put("b", 2)
-	c.put("c", 3) // full: cleared
-	if _, ok := c.get("a"); ok {
-		t.Fatal("the cache grew past its bound")
+	if cacheKey("ab", "c") == cacheKey("a", "bc") {
+		t.Fatal("cache keys of different parts collide")
 	}
-	if v, ok := c.get("c"); !ok || v != 3 {
-		t.Fatal("latest entry missing")
+}
+
+// fakeTokenReviews answers TokenReviews like kube-apiserver does for
+// ServiceAccount tokens: a token "aud:<x>" is valid for audience x only,
+// "legacy" is valid but its authenticator is not audience-aware.
+func fakeTokenReviews(calls *int) *fake.Clientset {
+	cs := fake.NewClientset()
+	cs.PrependReactor("create", "tokenreviews", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		*calls++
+		tr := action.(clienttesting.CreateAction).GetObject().(*authnv1.TokenReview).DeepCopy()
+		token := tr.Spec.Token
+		switch {
+		case token == "legacy":
+			tr.Status = authnv1.TokenReviewStatus{Authenticated: true, User: authnv1.UserInfo{Username: "legacy"}}
+		case strings.HasPrefix(token, "aud:"):
+			aud := strings.TrimPrefix(token, "aud:")
+			if len(tr.Spec.Audiences) > 0 && !slices.Contains(tr.Spec.Audiences, aud) {
+				tr.Status = authnv1.TokenReviewStatus{Error: "[invalid bearer token, token audiences [" + aud + "] is invalid for the target audiences]"}
+				break
+			}
+			tr.Status = authnv1.TokenReviewStatus{Authenticated: true, Audiences: []string{aud}, User: authnv1.UserInfo{Username: "sa-" + aud}}
+		default:
+			tr.Status = authnv1.TokenReviewStatus{Error: "invalid bearer token"}
+		}
+		return true, tr, nil
+	})
+	return cs
+}
+
+func TestTokenReviewAudiences(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name      string
+		audiences []string
+		token     string
+		want      string // user name; "" means refused
+	}{
+		{"minted for ops-server", []string{"ops-server"}, "aud:ops-server", "sa-ops-server"},
+		{"one of several audiences", []string{"other", "ops-server"}, "aud:ops-server", "sa-ops-server"},
+		{"minted for the API server", []string{"ops-server"}, "aud:https://kubernetes.default.svc", ""},
+		{"minted for another service", []string{"ops-server"}, "aud:vault", ""},
+		{"authenticator not audience-aware", []string{"ops-server"}, "legacy", ""},
+		{"no audience configured: the API server's", nil, "aud:https://kubernetes.default.svc", "sa-https://kubernetes.default.svc"},
+		{"garbage", []string{"ops-server"}, "garbage", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls int
+			a := NewTokenReviewAuthenticator(fakeTokenReviews(&calls).AuthenticationV1().TokenReviews(), tc.audiences, time.Minute, 10)
+			u, ok, err := a.AuthenticateToken(ctx, tc.token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" {
+				if ok || u != nil {
+					t.Fatalf("accepted as %+v; want refused", u)
+				}
+			} else if !ok || u.Name != tc.want {
+				t.Fatalf("= %+v, %v; want %s", u, ok, tc.want)
+			}
+			// The answer, either way, is cached.
+			if _, ok2, _ := a.AuthenticateToken(ctx, tc.token); ok2 != ok || calls != 1 {
+				t.Fatalf("second call: ok %v, %d TokenReviews; want the cached answer and 1 review", ok2, calls)
+			}
+		})
+	}
+}
+
+func TestTokenReviewCacheRefusedTokensCannotEvictAccepted(t *testing.T) {
+	ctx := context.Background()
+	var calls int
+	a := NewTokenReviewAuthenticator(fakeTokenReviews(&calls).AuthenticationV1().TokenReviews(), []string{"ops-server"}, time.Minute, 4)
+	if _, ok, _ := a.AuthenticateToken(ctx, "aud:ops-server"); !ok {
+		t.Fatal("valid token refused")
+	}
+	for i := range 100 {
+		if _, ok, _ := a.AuthenticateToken(ctx, fmt.Sprintf("bad-%d", i)); ok {
+			t.Fatal("bad token accepted")
+		}
+	}
+	if a.valid.len() != 1 || a.invalid.len() > 4 {
+		t.Fatalf("caches hold %d accepted and %d refused; want 1 and at most 4", a.valid.len(), a.invalid.len())
+	}
+	before := calls
+	if _, ok, _ := a.AuthenticateToken(ctx, "aud:ops-server"); !ok || calls != before {
+		t.Fatalf("after a flood of bad tokens the valid one needed %d new TokenReviews; want 0", calls-before)
+	}
+}
+
+func TestRateLimiterBoundsKeys(t *testing.T) {
+	l := NewRateLimiter(1, 1)
+	l.maxKeys = 3
+	for i := range 100 {
+		l.Allow(fmt.Sprintf("10.0.0.%d", i))
+		if l.keys() > 3 {
+			t.Fatalf("the limiter tracks %d keys; bound 3", l.keys())
+		}
+	}
+	// The most recent key is still limited.
+	if ok, _ := l.Allow("10.0.0.99"); ok {
+		t.Fatal("the most recent key lost its bucket")
+	}
+}
+
+func TestClientKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.7":              "192.0.2.7",
+		"::ffff:192.0.2.7":       "192.0.2.7",
+		"2001:db8:1:2:3:4:5:6":   "2001:db8:1:2::/64",
+		"2001:db8:1:2:ffff::1":   "2001:db8:1:2::/64",
+		"not-an-ip":              "not-an-ip",
+		"2001:db8:1:3::1":        "2001:db8:1:3::/64",
+		"fe80::1234:5678:9abc:1": "fe80::/64",
+	} {
+		if got := ClientKey(in); got != want {
+			t.Errorf("ClientKey(%q) = %q; want %q", in, got, want)
+		}
 	}
 }
 
@@ -139,7 +275,7 @@ type fakeAuthn map[string]*User
 
 func (f fakeAuthn) AuthenticateToken(_ context.Context, token string) (*User, bool, error) {
 	if token == "broken" {
-		return nil, false, errors.New("TokenReview unavailable")
+		return nil, false, errors.New("TokenReview: Post https://10.0.0.1/apis: connection refused")
 	}
 	u, ok := f[token]
 	return u, ok, nil
@@ -208,8 +344,8 @@ func TestGuard(t *testing.T) {
 	if w.Code != http.StatusUnauthorized || !strings.Contains(w.Header().Get(HeaderWWWAuthenticate), "invalid_token") {
 		t.Fatalf("bad token: %d %q; want 401 invalid_token", w.Code, w.Header().Get(HeaderWWWAuthenticate))
 	}
-	if w = do(http.MethodGet, "/things/exists", "broken"); w.Code != http.StatusServiceUnavailable {
-		t.Fatalf("TokenReview down: %d; want 503", w.Code)
+	if w = do(http.MethodGet, "/things/exists", "broken"); w.Code != http.StatusServiceUnavailable || strings.Contains(w.Body.String(), "10.0.0.1") || strings.Contains(w.Body.String(), "TokenReview") {
+		t.Fatalf("TokenReview down: %d %s; want 503 that does not echo the TokenReview error", w.Code, w.Body)
 	}
 	// bob may not: the same 403 whether the thing exists or not, and the
 	// handler never runs.
@@ -217,7 +353,7 @@ func TestGuard(t *testing.T) {
 	if w1.Code != http.StatusForbidden || w2.Code != http.StatusForbidden || w1.Body.String() != w2.Body.String() {
 		t.Fatalf("forbidden: %d %s / %d %s; want identical 403s", w1.Code, w1.Body, w2.Code, w2.Body)
 	}
-	if !strings.Contains(w1.Body.String(), `cannot get resource \"things\" in API group \"ops.observability.tidbcloud.com\" in the namespace \"observability\"`) {
+	if !strings.Contains(w1.Body.String(), `cannot get resource \"things\" in API group \"api.ops.observability.tidbcloud.com\" in the namespace \"observability\"`) {
 		t.Fatalf("403 body %s does not name the missing permission", w1.Body)
 	}
 	if calls != 0 {
@@ -230,9 +366,14 @@ func TestGuard(t *testing.T) {
 	if w = do(http.MethodGet, "/things/exists", "alice-token"); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"by":"alice"`) {
 		t.Fatalf("alice get: %d %s", w.Code, w.Body)
 	}
-	if len(audit) != 0 {
-		t.Fatalf("a read was audited: %v", audit)
+	// The refused requests (no token, bad token, TokenReview down, two
+	// 403s) each left an audit line; the successful read did not.
+	if len(audit) != 5 || !strings.Contains(audit[0], `"result"="unauthenticated"`) || !strings.Contains(audit[0], `"user"=""`) ||
+		!strings.Contains(audit[3], `"result"="forbidden"`) || !strings.Contains(audit[3], `"user"="bob"`) || !strings.Contains(audit[3], `"status"=403`) ||
+		!strings.Contains(audit[3], `"operation"="things.get"`) || !strings.Contains(audit[3], `"requestID"="req-1"`) {
+		t.Fatalf("audit lines = %v; want one per refused request naming the result, the user when known, the route and the request id", audit)
 	}
+	audit = nil
 	if w = do(http.MethodPost, "/things", "alice-token"); w.Code != http.StatusAccepted {
 		t.Fatalf("alice create: %d %s", w.Code, w.Body)
 	}
@@ -260,8 +401,65 @@ func TestGuard(t *testing.T) {
 	if limited == nil || limited.Header().Get(HeaderRetryAfter) == "" {
 		t.Fatal("no 429 with Retry-After after the burst")
 	}
+	if last := audit[len(audit)-1]; !strings.Contains(last, `"result"="rate_limited"`) || !strings.Contains(last, `"user"="alice"`) || !strings.Contains(last, `"status"=429`) {
+		t.Fatalf("last audit line %s; want alice's 429", last)
+	}
 	if w = do(http.MethodGet, "/things/missing", "bob-token"); w.Code != http.StatusForbidden {
 		t.Fatalf("bob was limited by alice's requests: %d", w.Code)
+	}
+}
+
+// countingAuthn counts the tokens it is asked about and accepts none.
+type countingAuthn struct{ calls *int }
+
+func (a countingAuthn) AuthenticateToken(context.Context, string) (*User, bool, error) {
+	*a.calls++
+	return nil, false, nil
+}
+
+func TestGuardClientLimitRunsBeforeAuthentication(t *testing.T) {
+	var calls, reviews int
+	var audit []string
+	g := &Guard{
+		Authenticator: countingAuthn{calls: &reviews},
+		Authorizer:    fakeAuthz{},
+		Namespace:     "observability",
+		ClientLimiter: NewRateLimiter(0.001, 3),
+		Audit:         funcr.New(func(_, args string) { audit = append(audit, args) }, funcr.Options{}),
+	}
+	e, err := server.New(server.Options{Guard: g.Middleware}, api{calls: &calls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := func(remote string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, "/things/exists", nil)
+		req.RemoteAddr = remote
+		req.Header.Set("Authorization", "Bearer flood")
+		// A forged forwarding header must not give a new bucket.
+		req.Header.Set("X-Forwarded-For", remote+"0")
+		w := httptest.NewRecorder()
+		e.ServeHTTP(w, req)
+		return w
+	}
+	codes := map[int]int{}
+	for range 20 {
+		codes[do("192.0.2.1:4000").Code]++
+	}
+	if codes[http.StatusUnauthorized] != 3 || codes[http.StatusTooManyRequests] != 17 || reviews != 3 {
+		t.Fatalf("20 requests from one address: %v with %d token checks; want 3 x 401, 17 x 429 and 3 checks", codes, reviews)
+	}
+	w := do("192.0.2.1:4001")
+	if w.Code != http.StatusTooManyRequests || w.Header().Get(HeaderRetryAfter) == "" || reviews != 3 {
+		t.Fatalf("another port of the same address: %d (Retry-After %q), %d checks; want 429 before authentication", w.Code, w.Header().Get(HeaderRetryAfter), reviews)
+	}
+	if w := do("192.0.2.2:4000"); w.Code != http.StatusUnauthorized || reviews != 4 {
+		t.Fatalf("another address: %d; want its own bucket (401)", w.Code)
+	}
+	if last := audit[len(audit)-2]; !strings.Contains(last, `"result"="rate_limited"`) || !strings.Contains(last, `"remote"="192.0.2.1"`) || !strings.Contains(last, `"user"=""`) {
+		t.Fatalf("audit line of a 429: %s", last)
+	}
+	if calls != 0 {
+		t.Fatal("a handler ran")
 	}
 }
 

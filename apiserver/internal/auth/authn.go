@@ -2,10 +2,9 @@ package auth
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -41,30 +40,45 @@ func (us Union) AuthenticateToken(ctx context.Context, token string) (*User, boo
 }
 
 // TokenReviewAuthenticator checks tokens with the Kubernetes TokenReview
-// API and remembers the answers (valid and invalid) for TTL. Tokens are
-// kept only as SHA-256 hashes.
+// API and remembers the answers for TTL in two bounded LRU caches, one
+// for accepted and one for refused tokens, so that a flood of bad tokens
+// can only evict other bad tokens' answers. Tokens are kept only as
+// SHA-256 hashes.
+//
+// With audiences set, a token is accepted only when the TokenReview says
+// it was minted for one of them (status.audiences): a token for the
+// Kubernetes API server or for another service cannot be replayed here,
+// and a token for ops-apiserver is useless against the API server. An
+// authenticator that is not audience-aware (an empty status.audiences)
+// means the token is valid for the API server only, and is refused.
 type TokenReviewAuthenticator struct {
 	client    authnclient.TokenReviewInterface
 	audiences []string
-	cache     *ttlCache[tokenAnswer]
+	valid     *lruCache[*User]
+	invalid   *lruCache[struct{}]
 }
 
-type tokenAnswer struct {
-	user *User
-	ok   bool
+// NewTokenReviewAuthenticator returns an authenticator on client that asks
+// for audiences (none: the API server's own) and keeps at most size
+// answers of each kind for ttl.
+func NewTokenReviewAuthenticator(client authnclient.TokenReviewInterface, audiences []string, ttl time.Duration, size int) *TokenReviewAuthenticator {
+	return &TokenReviewAuthenticator{
+		client:    client,
+		audiences: append([]string(nil), audiences...),
+		valid:     newLRUCache[*User](ttl, size),
+		invalid:   newLRUCache[struct{}](ttl, size),
+	}
 }
 
-// NewTokenReviewAuthenticator returns an authenticator on client.
-func NewTokenReviewAuthenticator(client authnclient.TokenReviewInterface, audiences []string, ttl time.Duration) *TokenReviewAuthenticator {
-	return &TokenReviewAuthenticator{client: client, audiences: audiences, cache: newTTLCache[tokenAnswer](ttl, 10000)}
-}
-
-// AuthenticateToken implements Authenticator.
+// AuthenticateToken implements Authenticator. The error (the TokenReview
+// API failed) is for the log only: it is never shown to a caller.
 func (a *TokenReviewAuthenticator) AuthenticateToken(ctx context.Context, token string) (*User, bool, error) {
-	sum := sha256.Sum256([]byte(token))
-	key := hex.EncodeToString(sum[:])
-	if ans, ok := a.cache.get(key); ok {
-		return ans.user, ans.ok, nil
+	key := cacheKey(token)
+	if u, ok := a.valid.get(key); ok {
+		return u, true, nil
+	}
+	if _, ok := a.invalid.get(key); ok {
+		return nil, false, nil
 	}
 	review, err := a.client.Create(ctx, &authnv1.TokenReview{
 		Spec: authnv1.TokenReviewSpec{Token: token, Audiences: a.audiences},
@@ -73,16 +87,31 @@ func (a *TokenReviewAuthenticator) AuthenticateToken(ctx context.Context, token 
 		return nil, false, fmt.Errorf("TokenReview: %w", err)
 	}
 	st := review.Status
-	ans := tokenAnswer{ok: st.Authenticated && st.Error == ""}
-	if ans.ok {
-		ans.user = &User{Name: st.User.Username, UID: st.User.UID, Groups: st.User.Groups}
-		if len(st.User.Extra) > 0 {
-			ans.user.Extra = make(map[string][]string, len(st.User.Extra))
-			for k, v := range st.User.Extra {
-				ans.user.Extra[k] = v
-			}
+	if !st.Authenticated || st.Error != "" || !a.audienceMatches(st.Audiences) {
+		a.invalid.put(key, struct{}{})
+		return nil, false, nil
+	}
+	u := &User{Name: st.User.Username, UID: st.User.UID, Groups: st.User.Groups}
+	if len(st.User.Extra) > 0 {
+		u.Extra = make(map[string][]string, len(st.User.Extra))
+		for k, v := range st.User.Extra {
+			u.Extra[k] = v
 		}
 	}
-	a.cache.put(key, ans)
-	return ans.user, ans.ok, nil
+	a.valid.put(key, u)
+	return u, true, nil
+}
+
+// audienceMatches reports whether the audiences the TokenReview returned
+// include one that was asked for (always true when none was asked for).
+func (a *TokenReviewAuthenticator) audienceMatches(got []string) bool {
+	if len(a.audiences) == 0 {
+		return true
+	}
+	for _, g := range got {
+		if slices.Contains(a.audiences, g) {
+			return true
+		}
+	}
+	return false
 }

@@ -11,9 +11,13 @@ import (
 	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 )
 
-// Group is the API group of the REST API's permissions. It serves no
-// objects: RBAC rules name it so that Roles can grant REST access.
-const Group = "ops.observability.tidbcloud.com"
+// Group is the API group of the REST API's permissions. No CRD (and no
+// API server) serves it: RBAC rules name it only to grant REST access. It
+// is deliberately not the group of our custom resources
+// (ops.observability.tidbcloud.com), so that the REST "operator" role grants
+// no kubectl rights on ClusterBackups or ClusterUpgradeOperations, and
+// kubectl rights on them grant nothing on the REST API.
+const Group = "api.ops.observability.tidbcloud.com"
 
 // Permission is what a route needs: a verb on a resource of Group (with
 // an optional subresource, "upgradeoperations/pause") in a namespace.
@@ -54,20 +58,23 @@ type Authorizer interface {
 
 // SubjectAccessReviewAuthorizer asks the Kubernetes API server with a
 // SubjectAccessReview (so RBAC, and any other authorizer the cluster
-// runs, decides) and remembers the answers for TTL.
+// runs, decides) and remembers at most size answers for TTL (a bounded
+// LRU keyed by a hash of the user and the permission).
 type SubjectAccessReviewAuthorizer struct {
 	client authzclient.SubjectAccessReviewInterface
-	cache  *ttlCache[Decision]
+	cache  *lruCache[Decision]
 }
 
 // NewSubjectAccessReviewAuthorizer returns an authorizer on client.
-func NewSubjectAccessReviewAuthorizer(client authzclient.SubjectAccessReviewInterface, ttl time.Duration) *SubjectAccessReviewAuthorizer {
-	return &SubjectAccessReviewAuthorizer{client: client, cache: newTTLCache[Decision](ttl, 10000)}
+func NewSubjectAccessReviewAuthorizer(client authzclient.SubjectAccessReviewInterface, ttl time.Duration, size int) *SubjectAccessReviewAuthorizer {
+	return &SubjectAccessReviewAuthorizer{client: client, cache: newLRUCache[Decision](ttl, size)}
 }
 
-// Authorize implements Authorizer.
+// Authorize implements Authorizer. The error (the SubjectAccessReview API
+// failed) is for the log only: it is never shown to a caller, and neither
+// is Decision.Reason.
 func (a *SubjectAccessReviewAuthorizer) Authorize(ctx context.Context, u *User, p Permission) (Decision, error) {
-	key := u.key() + "\x00" + p.Verb + "\x00" + p.Resource + "\x00" + p.Namespace
+	key := cacheKey(u.key(), p.Verb, p.Resource, p.Namespace)
 	if d, ok := a.cache.get(key); ok {
 		return d, nil
 	}

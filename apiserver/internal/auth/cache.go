@@ -1,65 +1,105 @@
 package auth
 
 import (
+	"container/list"
+	"crypto/sha256"
 	"sync"
 	"time"
 )
 
-// ttlCache is a small map of answers that expire after ttl. It holds at
-// most max entries: when full, expired entries are dropped, and if none
-// has expired the whole map is (answers are cheap to ask for again).
-type ttlCache[V any] struct {
+// lruCache remembers answers (TokenReviews, SubjectAccessReviews) for ttl
+// and holds at most max of them: a new entry beyond the bound evicts the
+// least recently used one, so a flood of new keys costs the cache its
+// oldest answers, never all of them at once (the previous design cleared
+// the whole map when full, sending every caller back to the API server
+// together). Keys are SHA-256 hashes: no token or user name is kept in
+// clear, and every entry has the same small size.
+type lruCache[V any] struct {
 	ttl time.Duration
 	max int
 	now func() time.Time
 
 	mu      sync.Mutex
-	entries map[string]ttlEntry[V]
+	order   *list.List // front: most recently used; values are *lruEntry[V]
+	entries map[[sha256.Size]byte]*list.Element
 }
 
-type ttlEntry[V any] struct {
+type lruEntry[V any] struct {
+	key     [sha256.Size]byte
 	value   V
 	expires time.Time
 }
 
-func newTTLCache[V any](ttl time.Duration, max int) *ttlCache[V] {
-	return &ttlCache[V]{ttl: ttl, max: max, now: time.Now, entries: map[string]ttlEntry[V]{}}
+// newLRUCache returns a cache of at most size entries (at least 1) kept
+// for ttl; ttl <= 0 disables it.
+func newLRUCache[V any](ttl time.Duration, size int) *lruCache[V] {
+	return &lruCache[V]{ttl: ttl, max: max(size, 1), now: time.Now, order: list.New(), entries: map[[sha256.Size]byte]*list.Element{}}
 }
 
-func (c *ttlCache[V]) get(key string) (V, bool) {
+// cacheKey hashes the parts of a key, each length-prefixed so that no two
+// different part lists hash alike.
+func cacheKey(parts ...string) [sha256.Size]byte {
+	h := sha256.New()
+	var n [8]byte
+	for _, p := range parts {
+		l := uint64(len(p))
+		for i := range n {
+			n[i] = byte(l >> (8 * i))
+		}
+		h.Write(n[:])
+		h.Write([]byte(p))
+	}
+	var out [sha256.Size]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+func (c *lruCache[V]) get(key [sha256.Size]byte) (V, bool) {
 	var zero V
 	if c.ttl <= 0 {
 		return zero, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.entries[key]
+	el, ok := c.entries[key]
 	if !ok {
 		return zero, false
 	}
+	e := el.Value.(*lruEntry[V])
 	if !c.now().Before(e.expires) {
+		c.order.Remove(el)
 		delete(c.entries, key)
 		return zero, false
 	}
+	c.order.MoveToFront(el)
 	return e.value, true
 }
 
-func (c *ttlCache[V]) put(key string, v V) {
+func (c *lruCache[V]) put(key [sha256.Size]byte, v V) {
 	if c.ttl <= 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.now()
-	if len(c.entries) >= c.max {
-		for k, e := range c.entries {
-			if !now.Before(e.expires) {
-				delete(c.entries, k)
-			}
-		}
-		if len(c.entries) >= c.max {
-			clear(c.entries)
-		}
+	expires := c.now().Add(c.ttl)
+	if el, ok := c.entries[key]; ok {
+		e := el.Value.(*lruEntry[V])
+		e.value, e.expires = v, expires
+		c.order.MoveToFront(el)
+		return
 	}
-	c.entries[key] = ttlEntry[V]{value: v, expires: now.Add(c.ttl)}
+	for c.order.Len() >= c.max {
+		oldest := c.order.Back()
+		c.order.Remove(oldest)
+		delete(c.entries, oldest.Value.(*lruEntry[V]).key)
+	}
+	c.entries[key] = c.order.PushFront(&lruEntry[V]{key: key, value: v, expires: expires})
+}
+
+// len is the number of entries held (expired ones included until they are
+// looked up or evicted).
+func (c *lruCache[V]) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.order.Len()
 }

@@ -30,8 +30,20 @@ const (
 	anonymousWhenAuthIsOff = "anonymous"
 )
 
-// Guard authenticates, rate-limits, authorizes and audits the requests of
-// every non-public route (server.Options.Guard).
+// Guard rate-limits, authenticates, authorizes and audits the requests of
+// every non-public route (server.Options.Guard), in this order:
+//
+//  1. the per-client-address limit (ClientLimiter), before anything else,
+//     so that a flood of requests with bad or no tokens from one address
+//     is refused without a TokenReview and cannot starve other callers;
+//  2. authentication (a bearer token, checked with TokenReview);
+//  3. the per-user limit (Limiter);
+//  4. authorization (a SubjectAccessReview), before any lookup.
+//
+// A request refused by any of them (401, 403, 429, 503) leaves an audit
+// line, and so does every mutating request. Error bodies say what the
+// caller must do; what TokenReview or SubjectAccessReview answered or
+// failed with goes to the log only.
 type Guard struct {
 	// Authenticator checks bearer tokens. Required unless Disabled.
 	Authenticator Authenticator
@@ -41,15 +53,18 @@ type Guard struct {
 	// Namespace is the namespace permissions are checked in (a RoleBinding
 	// there grants access).
 	Namespace string
+	// ClientLimiter limits each client address's request rate (see
+	// ClientKey), before authentication; nil: no limit.
+	ClientLimiter *RateLimiter
 	// Limiter limits each caller's request rate; nil: no limit.
 	Limiter *RateLimiter
-	// Audit receives one line per mutating request.
+	// Audit receives one line per mutating or refused request.
 	Audit logr.Logger
 	// Recorder, when set, records an Event naming the caller on the object
 	// a mutating request changed (see RecordTarget).
 	Recorder record.EventRecorder
 	// Disabled serves every request without authentication or
-	// authorization (explicit local use only). Rate limit and audit still
+	// authorization (explicit local use only). Rate limits and audit still
 	// apply, with every caller named "anonymous".
 	Disabled bool
 }
@@ -60,30 +75,13 @@ func (g *Guard) Middleware(r server.Route) echo.MiddlewareFunc {
 	mutating := r.Method != http.MethodGet && r.Method != http.MethodHead
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			ctx := c.Request().Context()
-			u, err := g.authenticate(c)
+			u, err := g.check(c, perm)
 			if err != nil {
+				g.auditRefusal(c, r, u, err)
 				return err
 			}
-			if ok, wait := g.Limiter.Allow(u.Name); !ok {
-				c.Response().Header().Set(HeaderRetryAfter, strconv.Itoa(retryAfterSeconds(wait)))
-				return apierror.ResourceExhausted(ReasonRateLimited, "too many requests from %q; retry after %s", u.Name, wait.Round(1e6))
-			}
-			// Authorize before any lookup: a forbidden caller learns nothing
-			// about which objects exist.
-			if !g.Disabled {
-				d, err := g.Authorizer.Authorize(ctx, u, perm)
-				if err != nil {
-					return apierror.Unavailable("cannot check permissions now: %v", err).WithReason(ReasonAuthUnavailable)
-				}
-				if !d.Allowed {
-					return apierror.PermissionDenied(ReasonForbidden, "user %q cannot %s", u.Name, perm).
-						WithMetadata("verb", perm.Verb).WithMetadata("resource", perm.Resource).
-						WithMetadata("apiGroup", Group).WithMetadata("namespace", perm.Namespace)
-				}
-			}
 			rec := &auditRecord{}
-			ctx = context.WithValue(WithUser(ctx, u), auditKey{}, rec)
+			ctx := context.WithValue(WithUser(c.Request().Context(), u), auditKey{}, rec)
 			c.SetRequest(c.Request().WithContext(ctx))
 			if !mutating {
 				return next(c)
@@ -95,6 +93,40 @@ func (g *Guard) Middleware(r server.Route) echo.MiddlewareFunc {
 			return nil
 		}
 	}
+}
+
+// check runs the limits, authentication and authorization of a request.
+// It returns the user whenever it is known, with the error that refuses
+// the request, if any.
+func (g *Guard) check(c echo.Context, perm Permission) (*User, error) {
+	if ok, wait := g.ClientLimiter.Allow(ClientKey(c.RealIP())); !ok {
+		c.Response().Header().Set(HeaderRetryAfter, strconv.Itoa(retryAfterSeconds(wait)))
+		return nil, apierror.ResourceExhausted(ReasonRateLimited, "too many requests from this client address; retry after %s", wait.Round(1e6))
+	}
+	u, err := g.authenticate(c)
+	if err != nil {
+		return nil, err
+	}
+	if ok, wait := g.Limiter.Allow(u.Name); !ok {
+		c.Response().Header().Set(HeaderRetryAfter, strconv.Itoa(retryAfterSeconds(wait)))
+		return u, apierror.ResourceExhausted(ReasonRateLimited, "too many requests from %q; retry after %s", u.Name, wait.Round(1e6))
+	}
+	if g.Disabled {
+		return u, nil
+	}
+	// Authorize before any lookup: a forbidden caller learns nothing
+	// about which objects exist.
+	d, err := g.Authorizer.Authorize(c.Request().Context(), u, perm)
+	if err != nil {
+		// The cause is logged with the request, never shown.
+		return u, apierror.Unavailable("cannot check permissions now; retry later").WithReason(ReasonAuthUnavailable).WithCause(err)
+	}
+	if !d.Allowed {
+		return u, apierror.PermissionDenied(ReasonForbidden, "user %q cannot %s", u.Name, perm).
+			WithMetadata("verb", perm.Verb).WithMetadata("resource", perm.Resource).
+			WithMetadata("apiGroup", Group).WithMetadata("namespace", perm.Namespace)
+	}
+	return u, nil
 }
 
 func (g *Guard) authenticate(c echo.Context) (*User, error) {
@@ -110,13 +142,48 @@ func (g *Guard) authenticate(c echo.Context) (*User, error) {
 	}
 	u, ok, err := g.Authenticator.AuthenticateToken(c.Request().Context(), token)
 	if err != nil && !ok {
-		return nil, apierror.Unavailable("cannot check credentials now: %v", err).WithReason(ReasonAuthUnavailable)
+		// The cause is logged with the request, never shown.
+		return nil, apierror.Unavailable("cannot check credentials now; retry later").WithReason(ReasonAuthUnavailable).WithCause(err)
 	}
 	if !ok {
 		c.Response().Header().Set(HeaderWWWAuthenticate, realm+`, error="invalid_token"`)
-		return nil, apierror.Unauthenticated(ReasonInvalidToken, "the bearer token is not valid (expired, revoked or unknown)")
+		return nil, apierror.Unauthenticated(ReasonInvalidToken, "the bearer token is not valid (expired, revoked, unknown, or minted for another audience)")
 	}
 	return u, nil
+}
+
+// auditRefusal writes the audit line of a request the guard refused: the
+// user when it is known, the route, the status and reason, the client
+// address and the request id.
+func (g *Guard) auditRefusal(c echo.Context, r server.Route, u *User, err error) {
+	ae, _ := apierror.As(err)
+	status, reason := http.StatusInternalServerError, ""
+	if ae != nil {
+		status, reason = ae.Code, ae.Reason
+	}
+	result := "error"
+	switch status {
+	case http.StatusUnauthorized:
+		result = "unauthenticated"
+	case http.StatusForbidden:
+		result = "forbidden"
+	case http.StatusTooManyRequests:
+		result = "rate_limited"
+	}
+	user := ""
+	var groups []string
+	if u != nil {
+		user, groups = u.Name, u.Groups
+	}
+	g.Audit.Info("Audit",
+		"audit", true,
+		"user", user, "groups", groups,
+		"operation", r.Name, "verb", r.Verb, "resource", r.Resource,
+		"method", c.Request().Method, "path", c.Request().URL.Path,
+		"status", status, "result", result, "reason", reason,
+		"remote", c.RealIP(),
+		"requestID", server.RequestID(c.Request().Context()),
+	)
 }
 
 // audit writes the audit line of a mutating request and, when the

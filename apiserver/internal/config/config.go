@@ -70,23 +70,53 @@ type Config struct {
 	Upgrades        UpgradesConfig        `json:"upgrades"`
 	Backups         BackupsConfig         `json:"backups"`
 	Auth            AuthConfig            `json:"auth"`
+	TLS             TLSConfig             `json:"tls"`
 }
+
+// TLSConfig turns on HTTPS for the REST API (docs/install.md, "TLS").
+type TLSConfig struct {
+	// CertFile is a PEM certificate (chain) file; with PrivateKeyFile it
+	// makes the REST API serve HTTPS only. Both files are re-read when
+	// they change (checked at most once every few seconds), so a renewed
+	// certificate (cert-manager) is used without a restart.
+	CertFile string `json:"certFile"`
+	// PrivateKeyFile is the PEM private key of CertFile.
+	PrivateKeyFile string `json:"privateKeyFile"`
+}
+
+// Enabled reports whether HTTPS is configured.
+func (c TLSConfig) Enabled() bool { return c.CertFile != "" || c.PrivateKeyFile != "" }
 
 // AuthConfig configures authentication, authorization, audit and the
 // per-caller rate limit of the REST API (docs/auth.md).
 type AuthConfig struct {
 	// InsecureDisableAuth serves every route to anyone. For explicit local
-	// use only; the server logs a warning at start-up.
+	// use only: it is refused unless ListenAddress is a loopback address
+	// (127.0.0.0/8, ::1, localhost), and the server logs a warning at
+	// start-up.
 	InsecureDisableAuth bool `json:"insecureDisableAuth"`
 	// TokenFile is an optional file of hashed static bearer tokens
 	// (development); it is re-read when it changes.
 	TokenFile string `json:"tokenFile"`
-	// TokenAudiences are the audiences a TokenReview asks for; empty means
-	// the Kubernetes API server's own.
+	// TokenAudiences are the audiences a TokenReview asks for; a token
+	// is accepted only when minted for one of them (kubectl create token
+	// --audience). Empty means the Kubernetes API server's own.
 	TokenAudiences []string `json:"tokenAudiences"`
 	// CacheTTL is how long a TokenReview or SubjectAccessReview answer is
 	// reused.
 	CacheTTL metav1.Duration `json:"cacheTTL"`
+	// CacheMaxEntries bounds each cache of answers (accepted tokens,
+	// refused tokens, authorization decisions); beyond it the least
+	// recently used answer is dropped.
+	CacheMaxEntries int `json:"cacheMaxEntries"`
+	// ClientRateLimitQPS is the sustained number of requests per second
+	// one client address (an IPv4 address, an IPv6 /64) may make, counted
+	// before authentication; 0 disables the limit. Behind a proxy every
+	// caller shares the proxy's address: raise it there.
+	ClientRateLimitQPS float64 `json:"clientRateLimitQPS"`
+	// ClientRateLimitBurst is how many requests one client address may
+	// make at once.
+	ClientRateLimitBurst int `json:"clientRateLimitBurst"`
 	// RateLimitQPS is the sustained number of requests per second one
 	// caller may make; 0 disables the limit.
 	RateLimitQPS float64 `json:"rateLimitQPS"`
@@ -182,9 +212,12 @@ func Default() *Config {
 		Upgrades:        UpgradesConfig{Namespace: "observability", MockNamespace: "ops-mock-cloud"},
 		Backups:         BackupsConfig{Namespace: "observability"},
 		Auth: AuthConfig{
-			CacheTTL:       metav1.Duration{Duration: 10 * time.Second},
-			RateLimitQPS:   50,
-			RateLimitBurst: 100,
+			CacheTTL:             metav1.Duration{Duration: 10 * time.Second},
+			CacheMaxEntries:      10000,
+			ClientRateLimitQPS:   50,
+			ClientRateLimitBurst: 100,
+			RateLimitQPS:         50,
+			RateLimitBurst:       100,
 		},
 		Flux: FluxConfig{
 			ReleaseInterval: metav1.Duration{Duration: 10 * time.Minute},
@@ -371,10 +404,16 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 
 	fs.BoolVar(&c.Auth.InsecureDisableAuth, "insecure-disable-auth", c.Auth.InsecureDisableAuth, "Serve every route without authentication or authorization. Local experiments only.")
 	fs.StringVar(&c.Auth.TokenFile, "auth-token-file", c.Auth.TokenFile, "File of hashed static bearer tokens (development; see docs/auth.md), re-read when it changes.")
-	fs.StringSliceVar(&c.Auth.TokenAudiences, "auth-token-audiences", c.Auth.TokenAudiences, "Audiences the TokenReview of a bearer token asks for; empty: the Kubernetes API server's.")
+	fs.StringSliceVar(&c.Auth.TokenAudiences, "auth-token-audiences", c.Auth.TokenAudiences, "Audiences a bearer token must be minted for (TokenReview); empty: the Kubernetes API server's.")
 	fs.DurationVar(&c.Auth.CacheTTL.Duration, "auth-cache-ttl", c.Auth.CacheTTL.Duration, "How long a TokenReview or SubjectAccessReview answer is reused.")
+	fs.IntVar(&c.Auth.CacheMaxEntries, "auth-cache-max-entries", c.Auth.CacheMaxEntries, "Answers each authentication and authorization cache keeps (least recently used dropped first).")
+	fs.Float64Var(&c.Auth.ClientRateLimitQPS, "client-rate-limit-qps", c.Auth.ClientRateLimitQPS, "Sustained requests per second per client address, counted before authentication; 0 disables the limit.")
+	fs.IntVar(&c.Auth.ClientRateLimitBurst, "client-rate-limit-burst", c.Auth.ClientRateLimitBurst, "Requests one client address may make at once.")
 	fs.Float64Var(&c.Auth.RateLimitQPS, "rate-limit-qps", c.Auth.RateLimitQPS, "Sustained requests per second per caller; 0 disables the limit.")
 	fs.IntVar(&c.Auth.RateLimitBurst, "rate-limit-burst", c.Auth.RateLimitBurst, "Requests one caller may make at once.")
+
+	fs.StringVar(&c.TLS.CertFile, "tls-cert-file", c.TLS.CertFile, "PEM certificate of the REST API; with --tls-private-key-file it serves HTTPS only (re-read when it changes).")
+	fs.StringVar(&c.TLS.PrivateKeyFile, "tls-private-key-file", c.TLS.PrivateKeyFile, "PEM private key of --tls-cert-file.")
 }
 
 // NewFlagSet returns a FlagSet bound to c.
@@ -532,7 +571,43 @@ func (c *Config) Validate() error {
 	if c.Auth.RateLimitQPS > 0 && c.Auth.RateLimitBurst < 1 {
 		add("auth.rateLimitBurst must be at least 1 when auth.rateLimitQPS is set")
 	}
+	if c.Auth.ClientRateLimitQPS < 0 {
+		add("auth.clientRateLimitQPS must not be negative")
+	}
+	if c.Auth.ClientRateLimitQPS > 0 && c.Auth.ClientRateLimitBurst < 1 {
+		add("auth.clientRateLimitBurst must be at least 1 when auth.clientRateLimitQPS is set")
+	}
+	if c.Auth.CacheMaxEntries < 1 || c.Auth.CacheMaxEntries > 1000000 {
+		add("auth.cacheMaxEntries must be between 1 and 1000000")
+	}
+	for _, a := range c.Auth.TokenAudiences {
+		if strings.TrimSpace(a) == "" {
+			add("auth.tokenAudiences must not contain an empty audience")
+		}
+	}
+	if c.Auth.InsecureDisableAuth && !IsLoopbackAddress(c.ListenAddress) {
+		add("auth.insecureDisableAuth (--insecure-disable-auth) needs a loopback listenAddress (127.0.0.0/8, [::1] or localhost), not %q: "+
+			"it would serve every route to anyone who can reach the address", c.ListenAddress)
+	}
+	if c.TLS.Enabled() && (c.TLS.CertFile == "" || c.TLS.PrivateKeyFile == "") {
+		add("tls.certFile (--tls-cert-file) and tls.privateKeyFile (--tls-private-key-file) go together")
+	}
 	return errors.Join(errs...)
+}
+
+// IsLoopbackAddress reports whether the host of a host:port is a loopback
+// address: an IP in 127.0.0.0/8, ::1, or localhost. An empty host (every
+// interface) is not.
+func IsLoopbackAddress(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (c ChartConfig) validate() []error {

@@ -99,6 +99,15 @@ func TestValidate(t *testing.T) {
 		{"bad backup secret", []string{"--backup-credentials-secret", "Not_A_Name"}, "backups.credentialsSecret"},
 		{"backup key without secret", []string{"--backup-credentials-secret-key", "credentials"}, "needs backups.credentialsSecret"},
 		{"bad backup key", []string{"--backup-credentials-secret", "creds", "--backup-credentials-secret-key", "a/b"}, "backups.credentialsSecretKey"},
+		{"disable auth on every interface", []string{"--insecure-disable-auth", "--listen-address", ":8080"}, "needs a loopback listenAddress"},
+		{"disable auth on a routable address", []string{"--insecure-disable-auth", "--listen-address", "10.1.2.3:8080"}, "needs a loopback listenAddress"},
+		{"disable auth on 0.0.0.0", []string{"--insecure-disable-auth", "--listen-address", "0.0.0.0:8080"}, "needs a loopback listenAddress"},
+		{"disable auth on ::", []string{"--insecure-disable-auth", "--listen-address", "[::]:8080"}, "needs a loopback listenAddress"},
+		{"tls cert without key", []string{"--tls-cert-file", "/tls/tls.crt"}, "go together"},
+		{"tls key without cert", []string{"--tls-private-key-file", "/tls/tls.key"}, "go together"},
+		{"empty audience", []string{"--auth-token-audiences", "ops-server,"}, "empty audience"},
+		{"negative client limit", []string{"--client-rate-limit-qps", "-1"}, "clientRateLimitQPS"},
+		{"no cache", []string{"--auth-cache-max-entries", "0"}, "cacheMaxEntries"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,6 +116,17 @@ func TestValidate(t *testing.T) {
 			g.Expect(err).To(MatchError(ContainSubstring(tt.want)))
 		})
 	}
+}
+
+func TestDisableAuthOnLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:8080", "127.3.4.5:0", "[::1]:8080", "localhost:8080", "LOCALHOST:1"} {
+		_, err := config.Load("test", []string{"--insecure-disable-auth", "--listen-address", addr})
+		NewWithT(t).Expect(err).NotTo(HaveOccurred(), addr)
+	}
+	cfg, err := config.Load("test", []string{"--auth-token-audiences", "ops-server", "--tls-cert-file", "c", "--tls-private-key-file", "k"})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(cfg.Auth.TokenAudiences).To(Equal([]string{"ops-server"}))
+	NewWithT(t).Expect(cfg.TLS.Enabled()).To(BeTrue())
 }
 
 func TestBackups(t *testing.T) {
