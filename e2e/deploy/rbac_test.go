@@ -471,7 +471,7 @@ func TestAPIServerRBACCoversItsCalls(t *testing.T) {
 	g.Expect(review.Status.User.Username).To(Equal("system:serviceaccount:" + ns + ":caller"))
 	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 		User: review.Status.User.Username, Groups: review.Status.User.Groups,
-		ResourceAttributes: &authzv1.ResourceAttributes{Group: "ops.observability.tidbcloud.com", Resource: "vmclusters", Verb: "create", Namespace: ns},
+		ResourceAttributes: &authzv1.ResourceAttributes{Group: apiPermissionGroup, Resource: "vmclusters", Verb: "create", Namespace: ns},
 	}}
 	authorized(g, api.Create(ctx, sar), "create subjectaccessreview")
 	g.Expect(sar.Status.Allowed).To(BeFalse(), "the caller has no binding yet")
@@ -519,7 +519,7 @@ func TestAPIAccessRolesMatchDocs(t *testing.T) {
 		for level, role := range levels {
 			sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
 				User: "someone", Groups: []string{"team-" + role},
-				ResourceAttributes: &authzv1.ResourceAttributes{Group: "ops.observability.tidbcloud.com", Resource: res, Subresource: sub, Verb: verb, Namespace: in.ns},
+				ResourceAttributes: &authzv1.ResourceAttributes{Group: apiPermissionGroup, Resource: res, Subresource: sub, Verb: verb, Namespace: in.ns},
 			}}
 			g.Expect(env.Client.Create(ctx, sar)).To(Succeed())
 			g.Expect(sar.Status.Allowed).To(Equal(level >= lowest), "%s (%s %s) for the %s role", op, verb, resource, role)

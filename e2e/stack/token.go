@@ -23,7 +23,7 @@ import (
 const (
 	DevServiceAccount  = "ops-dev"
 	devClusterRole     = "ops-dev-api-admin"
-	apiPermissionGroup = "ops.observability.tidbcloud.com"
+	apiPermissionGroup = "api.ops.observability.tidbcloud.com"
 	// TokenFile is the token's file in the state directory.
 	TokenFile = "token"
 	// tokenLifetime is how long a token of one run stays valid.
