@@ -1,11 +1,13 @@
 // Package auth authenticates and authorizes REST callers on Kubernetes:
 // bearer tokens are checked with the TokenReview API (service-account
-// tokens and whatever OIDC the cluster trusts) or, for development, against
-// a file of hashed static tokens; every route's permission is checked with
-// a SubjectAccessReview in the ops API group, so one RBAC model covers
-// kubectl, GitOps and the REST API. The middleware also limits each
-// caller's request rate and writes one audit line per mutating request.
-// docs/auth.md is the user's guide.
+// tokens minted for the configured audiences, and whatever OIDC the cluster
+// trusts) or, for development, against a file of hashed static tokens;
+// every route's permission is checked with a SubjectAccessReview in the
+// REST API's own group (Group), so Kubernetes RBAC grants REST access
+// without granting anything on the custom resources, and the other way
+// round. The middleware limits each client address's request rate before
+// authentication and each caller's after it, and writes one audit line per
+// mutating or refused request. docs/auth.md is the user's guide.
 package auth
 
 import (
