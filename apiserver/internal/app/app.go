@@ -65,7 +65,6 @@ type App struct {
 	cache    cache.Cache
 	echo     *echo.Echo
 	listener net.Listener
-	addr     string
 	http     *http.Server
 
 	repoListener net.Listener
@@ -221,7 +220,6 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.ListenAddress, err)
 	}
 	if certs != nil {
-		a.addr = a.listener.Addr().String()
 		if a.listener, err = server.TLSListener(a.listener, certs); err != nil {
 			a.close()
 			return nil, err
@@ -389,12 +387,7 @@ func (a *App) close() {
 }
 
 // Addr is the address the REST API listens on.
-func (a *App) Addr() string {
-	if a.addr != "" {
-		return a.addr
-	}
-	return a.listener.Addr().String()
-}
+func (a *App) Addr() string { return a.listener.Addr().String() }
 
 // Scheme is "https" when the REST API serves TLS, "http" otherwise.
 func (a *App) Scheme() string {
@@ -462,7 +455,7 @@ func (a *App) Run(ctx context.Context) error {
 		g.Go(func() error { return server.Serve(gctx, a.repoServer, a.repoListener, timeout) })
 	}
 	g.Go(func() error {
-		a.log.Info("Serving the REST API", "address", a.Addr())
+		a.log.Info("Serving the REST API", "address", a.Addr(), "scheme", a.Scheme())
 		return server.Serve(gctx, a.http, a.listener, timeout)
 	})
 	err := g.Wait()
