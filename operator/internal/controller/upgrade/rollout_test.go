@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,7 +68,7 @@ func TestBlueGreenWithVMStorageRollout(t *testing.T) {
 		s.NodeGroupUpgrades = []opsv1.NodeGroupUpgrade{{
 			NodeGroupName: "vms-old", Strategy: opsv1.StrategyBlueGreen, NewNodeGroupName: "vms-new",
 			RequiresVMStorageRollout: true,
-			VMClusterHelmValues:      &runtime.RawExtension{Raw: []byte(fmt.Sprintf(`{"vmstorage":{"nodeSelector":{%q:"vms-new"}}}`, mock.NodeGroupLabel))},
+			VMClusterHelmValues:      helmValues(fmt.Sprintf(`{"vmstorage":{"nodeSelector":{%q:"vms-new"}}}`, mock.NodeGroupLabel)),
 		}}
 	})
 	g.Expect(env.Client.Create(ctx, op)).To(Succeed())
@@ -169,4 +168,13 @@ func setVMClusterStatus(g Gomega, gen int64) {
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: opsv1.VMClusterNamespace, Name: opsv1.VMClusterName}, cur)).To(Succeed())
 	g.Expect(unstructured.SetNestedField(cur.Object, map[string]any{"observedGeneration": gen, "updateStatus": "operational"}, "status")).To(Succeed())
 	g.Expect(env.Client.Status().Update(context.Background(), cur)).To(Succeed())
+}
+
+// helmValues decodes vmClusterHelmValues written as JSON.
+func helmValues(raw string) opsv1.VMClusterHelmValues {
+	v, err := opsv1.ParseVMClusterHelmValues([]byte(raw))
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
