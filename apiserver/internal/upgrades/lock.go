@@ -62,6 +62,10 @@ const (
 	claimGrace = 30 * time.Second
 	// lockAttempts bounds the optimistic retries of one request.
 	lockAttempts = 8
+	// holderWaitSteps × holderWaitStep bound the wait for the operation of
+	// a fresh claim to appear.
+	holderWaitSteps = 20
+	holderWaitStep  = 50 * time.Millisecond
 	// ReasonUpgradeActive is the ErrorInfo reason of the 409 answered
 	// while another operation of the cluster is not finished.
 	ReasonUpgradeActive = "UPGRADE_ALREADY_ACTIVE"
@@ -168,7 +172,21 @@ func (s *Service) lock(ctx context.Context, obj *opsv1.ClusterUpgradeOperation) 
 // file comment), nil when the lock is free.
 func (s *Service) checkHolder(ctx context.Context, key string, lease *coordinationv1.Lease, holder string) error {
 	held := &opsv1.ClusterUpgradeOperation{}
-	err := s.Writer.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: holder}, held)
+	nn := types.NamespacedName{Namespace: s.Namespace, Name: holder}
+	err := s.Writer.Get(ctx, nn, held)
+	fresh := func() bool {
+		return lease.Spec.RenewTime == nil && lease.Spec.AcquireTime != nil && time.Since(lease.Spec.AcquireTime.Time) < claimGrace
+	}
+	// A fresh claim whose operation is not there yet: its create is in
+	// flight; wait a moment for it, so that the 409 can name its id.
+	for i := 0; i < holderWaitSteps && apierrors.IsNotFound(err) && fresh(); i++ {
+		select {
+		case <-ctx.Done():
+			return apierror.FromKubernetes(ctx.Err())
+		case <-time.After(holderWaitStep):
+		}
+		err = s.Writer.Get(ctx, nn, held)
+	}
 	switch {
 	case err == nil:
 		if held.Status.Phase.IsTerminal() || held.DeletionTimestamp != nil {
@@ -176,7 +194,7 @@ func (s *Service) checkHolder(ctx context.Context, key string, lease *coordinati
 		}
 		return activeError(key, held, holder)
 	case apierrors.IsNotFound(err):
-		if lease.Spec.RenewTime == nil && lease.Spec.AcquireTime != nil && time.Since(lease.Spec.AcquireTime.Time) < claimGrace {
+		if fresh() {
 			return activeError(key, nil, holder)
 		}
 		return nil
