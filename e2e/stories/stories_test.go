@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,6 +65,7 @@ func TestStories(t *testing.T) {
 	t.Run("4 ClusterBackup of the vmcluster: Succeeded with one entry per replica", storyBackup)
 	t.Run("5 ops-apiserver killed: nothing accepted is lost", storyAPIServerRestart)
 	t.Run("6 GitOps: kubectl apply gives the same result; invalid YAML is rejected", storyGitOps)
+	t.Run("7 one active upgrade per cluster: simultaneous POSTs, a second CR waits", storyOneActiveUpgrade)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {
@@ -284,4 +286,63 @@ spec:
 	g.Expect(out).To(ContainSubstring("vmClusterHelmValues"))
 	code, _ := call(t, http.MethodGet, upgrades+"/gitops-invalid", nil)
 	g.Expect(code).To(Equal(http.StatusNotFound))
+}
+
+// storyOneActiveUpgrade: two simultaneous POSTs for one cluster give
+// exactly one 202 and one 409 naming it; a second ClusterUpgradeOperation
+// applied with kubectl while the first is active waits in Pending, naming
+// it, and runs after the first Succeeded. (Runs after storyGitOps, on its
+// cluster at 1.30.)
+func storyOneActiveUpgrade(t *testing.T) {
+	g := NewWithT(t)
+	req := map[string]any{
+		"k8sClusterName": "gitops-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.31",
+		"nodeGroupUpgrades": []any{map[string]any{"nodeGroupName": "gitops-ng", "strategy": "in-place"}},
+	}
+	codes := make([]int, 2)
+	bodies := make([]map[string]any, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i], bodies[i] = call(t, http.MethodPost, upgrades, req)
+		}()
+	}
+	wg.Wait()
+	g.Expect(codes).To(ConsistOf(http.StatusAccepted, http.StatusConflict), "%v", bodies)
+	won, lost := 0, 1
+	if codes[1] == http.StatusAccepted {
+		won, lost = 1, 0
+	}
+	id, name := bodies[won]["id"].(string), bodies[won]["name"].(string)
+	g.Expect(fmt.Sprint(bodies[lost])).To(ContainSubstring(id))
+
+	// Hold the first one (paused: still active) while a GitOps commit
+	// brings a second one.
+	code, body := call(t, http.MethodPut, upgrades+"/"+id+"/pause", nil)
+	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
+	out, err := kubectlApply(`apiVersion: ops.observability.tidbcloud.com/v1alpha1
+kind: ClusterUpgradeOperation
+metadata:
+  name: gitops-second
+  namespace: observability
+spec:
+  k8sClusterName: gitops-cluster
+  region: local
+  cloudProvider: mock
+  targetVersion: "1.31"
+`)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Eventually(func(g Gomega) {
+		_, body := call(t, http.MethodGet, upgrades+"/gitops-second", nil)
+		g.Expect(body["phase"]).To(Equal("Pending"))
+		g.Expect(body["message"]).To(ContainSubstring("Waiting for ClusterUpgradeOperation observability/" + name))
+	}, time.Minute, 200*time.Millisecond).Should(Succeed())
+
+	code, body = call(t, http.MethodPut, upgrades+"/"+id+"/resume", nil)
+	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
+	first := waitUpgrade(t, id, "Succeeded", 3*time.Minute)
+	second := waitUpgrade(t, "gitops-second", "Succeeded", 3*time.Minute)
+	g.Expect(fmt.Sprint(second["startTime"]) >= fmt.Sprint(first["completionTime"])).To(BeTrue(), "the second started after the first finished")
 }

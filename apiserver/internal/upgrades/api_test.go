@@ -62,7 +62,12 @@ type api struct {
 
 // newAPI serves the upgrade API for one namespace of the test API server.
 func newAPI(t *testing.T) *api {
-	ns := env.NewNamespace(t)
+	return serveAPI(t, env.NewNamespace(t))
+}
+
+// serveAPI serves the upgrade API for the namespace: two calls for one
+// namespace are two replicas of ops-apiserver.
+func serveAPI(t *testing.T, ns string) *api {
 	svc := &upgrades.Service{
 		Reader: env.Client, Writer: env.Client, Namespace: ns,
 		Providers: cloud.NewRegistry(&mock.Provider{Client: env.Client, Faults: faults}),
@@ -226,7 +231,8 @@ func TestListFiltersAndPages(t *testing.T) {
 		if i%2 == 1 {
 			cluster = "beta"
 		}
-		body := fmt.Sprintf(`{"k8sClusterName":%q,"region":"r","cloudProvider":"mock","targetVersion":"1.30"}`, cluster)
+		// One region each: one active upgrade per (provider, region, cluster).
+		body := fmt.Sprintf(`{"k8sClusterName":%q,"region":"r%d","cloudProvider":"mock","targetVersion":"1.30"}`, cluster, i)
 		code, b := a.do(http.MethodPost, upgrades.BasePath, body, nil)
 		g.Expect(code).To(Equal(http.StatusAccepted), string(b))
 	}

@@ -18,6 +18,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(`{"k8sClusterName":"c","region":"r","cloudProvider":"ack","targetVersion":"1.31.1-aliyun.1","clusterAddons":[{"name":"terway","version":"v1.2.3"}]}`)
 	f.Add(`{"k8sClusterName":"c","region":"r","cloudProvider":"mock","targetVersion":"1.30","nodeGroupUpgrades":[{"nodeGroupName":"a","strategy":"blue-green","newNodeGroupName":"b","requiresVMStorageRollout":true,"vmClusterHelmValues":{},"vmstorageSTSName":"s","vmstorageSTSNamespace":"n"}]}`)
 	f.Add(`{"nodeGroupUpgrades":[{"strategy":"in-place","vmClusterHelmValues":null}]}`)
+	f.Add(`{"k8sClusterName":"c","region":"r","cloudProvider":"mock","targetVersion":"1.30","nodeGroupUpgrades":[{"nodeGroupName":"a","strategy":"blue-green","newNodeGroupName":"b","requiresVMStorageRollout":true,"vmClusterHelmValues":{"vmstorage":{"replicaCount":2,"tolerations":[],"serviceAccountName":"x"},"vminsert":{}}}]}`)
 	f.Add(`[]`)
 	f.Add(`{"schedule":"2026-13-40T99:00:00Z"}`)
 	svc := &upgrades.Service{Writer: env.Client, Namespace: "default"}

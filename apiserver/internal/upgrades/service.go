@@ -45,29 +45,65 @@ type Service struct {
 
 // Create creates an operation. With an idempotency key the object name is
 // derived from the key, so a retry finds the operation its first attempt
-// created: the same request returns it, a different one is a 409.
+// created: the same request returns it (even while it is the cluster's
+// active operation), a different one is a 409. At most one operation per
+// cluster is active: while another one is not finished, the answer is a
+// 409 naming it (see lock.go).
 func (s *Service) Create(ctx context.Context, req *Request, key string) (Operation, bool, error) {
 	req, err := s.checkCloud(ctx, req)
 	if err != nil {
 		return Operation{}, false, err
 	}
 	obj := s.build(ctx, req, key)
+	if key != "" {
+		if op, found, err := s.replay(ctx, obj, key); found || err != nil {
+			return op, false, err
+		}
+	} else {
+		obj.GenerateName, obj.Name = "", randomName()
+	}
+	lease, err := s.lock(ctx, obj)
+	if err != nil {
+		return Operation{}, false, err
+	}
 	if err := s.Writer.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+		s.unlock(ctx, lease, obj.Name)
 		if apierrors.IsAlreadyExists(err) && key != "" {
-			existing := &opsv1.ClusterUpgradeOperation{}
-			if gerr := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); gerr != nil {
-				return Operation{}, false, apierror.FromKubernetes(gerr)
-			}
-			if existing.Annotations[AnnotationIdempotencyKey] == key && equality.Semantic.DeepEqual(specForCompare(requestedSpec(existing)), specForCompare(requestedSpec(obj))) {
-				return toOperation(existing), false, nil
-			}
-			return Operation{}, false, apierror.AlreadyExists(apierror.ReasonAlreadyExists,
-				"Idempotency-Key %q was already used for a different upgrade request (operation %s)", key, existing.Name)
+			op, _, rerr := s.replay(ctx, obj, key)
+			return op, false, rerr
 		}
 		return Operation{}, false, apierror.FromKubernetes(err)
 	}
+	ok, err := s.confirm(ctx, lease)
+	if err != nil || !ok {
+		// Our claim was taken over while the create was in flight: the
+		// other request's operation is the cluster's active one.
+		_ = s.Writer.Delete(ctx, obj, client.Preconditions{UID: &obj.UID})
+		if err != nil {
+			return Operation{}, false, apierror.FromKubernetes(err)
+		}
+		return Operation{}, false, apierror.Aborted(ReasonUpgradeActive, "another upgrade operation of cluster %s was created concurrently; retry the request", clusterKey(obj))
+	}
 	auth.RecordTarget(ctx, objectRef(obj), "CreatedThroughAPI", "Created")
 	return toOperation(obj), true, nil
+}
+
+// replay finds the operation an earlier request with the same idempotency
+// key created, read from the API server: found with the same request, it
+// is returned; with a different one, the answer is a 409.
+func (s *Service) replay(ctx context.Context, obj *opsv1.ClusterUpgradeOperation, key string) (Operation, bool, error) {
+	existing := &opsv1.ClusterUpgradeOperation{}
+	if err := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Operation{}, false, nil
+		}
+		return Operation{}, false, apierror.FromKubernetes(err)
+	}
+	if existing.Annotations[AnnotationIdempotencyKey] == key && equality.Semantic.DeepEqual(specForCompare(requestedSpec(existing)), specForCompare(requestedSpec(obj))) {
+		return toOperation(existing), true, nil
+	}
+	return Operation{}, true, apierror.AlreadyExists(apierror.ReasonAlreadyExists,
+		"Idempotency-Key %q was already used for a different upgrade request (operation %s)", key, existing.Name)
 }
 
 // objectRef names an operation for audit lines and Events.

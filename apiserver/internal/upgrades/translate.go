@@ -6,7 +6,6 @@ import (
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -43,7 +42,8 @@ func toSpec(r *Request) opsv1.ClusterUpgradeOperationSpec {
 			VMStorageSTSName: n.VMStorageSTSName, VMStorageSTSNamespace: n.VMStorageSTSNamespace,
 		}
 		if len(n.VMClusterHelmValues) > 0 && string(n.VMClusterHelmValues) != "null" {
-			ng.VMClusterHelmValues = &runtime.RawExtension{Raw: compactJSON(n.VMClusterHelmValues)}
+			// Validated: an object of objects.
+			ng.VMClusterHelmValues, _ = opsv1.ParseVMClusterHelmValues(compactJSON(n.VMClusterHelmValues))
 		}
 		spec.NodeGroupUpgrades = append(spec.NodeGroupUpgrades, ng)
 	}
@@ -78,7 +78,9 @@ func fromSpec(s *opsv1.ClusterUpgradeOperationSpec) Request {
 			NewNodeGroupName: n.NewNodeGroupName, VMStorageSTSName: n.VMStorageSTSName, VMStorageSTSNamespace: n.VMStorageSTSNamespace,
 		}
 		if n.VMClusterHelmValues != nil {
-			ng.VMClusterHelmValues = json.RawMessage(n.VMClusterHelmValues.Raw)
+			if b, err := json.Marshal(n.VMClusterHelmValues); err == nil {
+				ng.VMClusterHelmValues = json.RawMessage(b)
+			}
 		}
 		r.NodeGroupUpgrades = append(r.NodeGroupUpgrades, ng)
 	}

@@ -48,7 +48,8 @@ func TestDecodeValid(t *testing.T) {
 	g.Expect([]string{ns, name}).To(Equal([]string{"observability", "vmstorage-vmcluster"}), "defaults applied")
 	g.Expect(spec.NodeGroupUpgrades[1].VMStorageSTSName).To(Equal("vmstorage-vmcluster"))
 	g.Expect(spec.NodeGroupUpgrades[0].VMStorageSTSName).To(BeEmpty(), "no defaults without a rollout")
-	g.Expect(string(spec.NodeGroupUpgrades[1].VMClusterHelmValues.Raw)).To(Equal(`{"vmstorage":{"replicaCount":3}}`))
+	g.Expect(string(spec.NodeGroupUpgrades[1].VMClusterHelmValues["vmstorage"]["replicaCount"].Raw)).To(Equal(`3`))
+	g.Expect(fromSpec(&spec).NodeGroupUpgrades[1].VMClusterHelmValues).To(MatchJSON(`{"vmstorage":{"replicaCount":3}}`))
 	g.Expect(spec.Schedule.UTC().Format("2006-01-02T15:04:05Z")).To(Equal("2026-05-06T12:00:00Z"))
 }
 
@@ -130,6 +131,56 @@ func TestDecodeInvalid(t *testing.T) {
 				g.Expect(v.Description).NotTo(BeEmpty())
 			}
 			g.Expect(fields).To(ContainElement(tc.field), "violations: %+v", err.Violations)
+		})
+	}
+}
+
+// TestHelmValuesAllowlist: vmClusterHelmValues is an allowlist (the
+// vmstorage placement and size); every key outside it is one violation
+// naming its path, and nothing else is reported.
+func TestHelmValuesAllowlist(t *testing.T) {
+	const f = "nodeGroupUpgrades[1].vmClusterHelmValues"
+	cases := []struct {
+		name   string
+		values string
+		want   []string // the violations' fields; none: accepted
+	}{
+		{name: "empty", values: `{}`},
+		{name: "every allowed key", values: `{"vmstorage":{"nodeSelector":{"k":"v"},"affinity":{"nodeAffinity":{}},"tolerations":[{"key":"k","operator":"Exists"}],"topologySpreadConstraints":[],"replicaCount":3,"resources":{"requests":{"cpu":"1"}}}}`},
+		{name: "service account", values: `{"vmstorage":{"serviceAccountName":"ops-operator"}}`, want: []string{f + ".vmstorage.serviceAccountName"}},
+		{name: "host network and containers", values: `{"vmstorage":{"hostNetwork":true,"containers":[{"name":"x"}],"replicaCount":2}}`,
+			want: []string{f + ".vmstorage.containers", f + ".vmstorage.hostNetwork"}},
+		{name: "another component", values: `{"vmselect":{"replicaCount":1}}`, want: []string{f + ".vmselect"}},
+		{name: "a top-level scalar", values: `{"clusterVersion":"v1.0.0"}`, want: []string{f + ".clusterVersion"}},
+		{name: "vmstorage not an object", values: `{"vmstorage":"replicaCount: 3"}`, want: []string{f + ".vmstorage"}},
+		{name: "vmstorage null", values: `{"vmstorage":null}`, want: []string{f + ".vmstorage"}},
+		{name: "replicaCount a string", values: `{"vmstorage":{"replicaCount":"3\nhostNetwork: true"}}`, want: []string{f + ".vmstorage.replicaCount"}},
+		{name: "replicaCount zero", values: `{"vmstorage":{"replicaCount":0}}`, want: []string{f + ".vmstorage.replicaCount"}},
+		{name: "nodeSelector a string", values: `{"vmstorage":{"nodeSelector":"x"}}`, want: []string{f + ".vmstorage.nodeSelector"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			body := mutate(t, func(m map[string]any) {
+				var v any
+				if err := json.Unmarshal([]byte(tc.values), &v); err != nil {
+					t.Fatal(err)
+				}
+				ng(m, 1)["vmClusterHelmValues"] = v
+			})
+			_, err := Decode([]byte(body))
+			if tc.want == nil {
+				g.Expect(err).To(BeNil())
+				return
+			}
+			g.Expect(err).NotTo(BeNil())
+			g.Expect(err.Code).To(Equal(400))
+			var fields []string
+			for _, v := range err.Violations {
+				fields = append(fields, v.Field)
+				g.Expect(v.Description).NotTo(BeEmpty())
+			}
+			g.Expect(fields).To(Equal(tc.want))
 		})
 	}
 }

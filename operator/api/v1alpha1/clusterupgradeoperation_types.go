@@ -18,7 +18,6 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // ClusterUpgradeOperationKind is the kind of ClusterUpgradeOperation.
@@ -267,17 +266,18 @@ type NodeGroupUpgrade struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	NewNodeGroupName string `json:"newNodeGroupName,omitempty"`
 
-	// VMClusterHelmValues is a partial VMCluster spec (a JSON object) merged
-	// into VMCluster observability/vmcluster with a JSON merge patch to move
-	// vmstorage onto the new node group (for example a new nodeSelector). It
-	// is not HelmRelease values, and it is not applied during in-place
-	// upgrades. Requires requiresVMStorageRollout: true, and a VMStorage
-	// rollout requires it to be present: use {} when no VMCluster change is
-	// needed.
+	// VMClusterHelmValues is a partial VMCluster spec merged into VMCluster
+	// observability/vmcluster with a JSON merge patch to move vmstorage onto
+	// the new node group (for example a new nodeSelector). It is an
+	// allowlist: its only key is vmstorage, and below it only nodeSelector,
+	// affinity, tolerations, topologySpreadConstraints, replicaCount and
+	// resources (the vmstorage placement and size); any other key is
+	// refused, naming it. It is not HelmRelease values, and it is not
+	// applied during in-place upgrades. Requires requiresVMStorageRollout:
+	// true, and a VMStorage rollout requires it to be present: use {} when
+	// no VMCluster change is needed.
 	// +optional
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:pruning:PreserveUnknownFields
-	VMClusterHelmValues *runtime.RawExtension `json:"vmClusterHelmValues,omitempty"`
+	VMClusterHelmValues VMClusterHelmValues `json:"vmClusterHelmValues,omitzero"`
 
 	// VMStorageSTSName is the vmstorage StatefulSet whose rollout and pod
 	// placement the operator observes during a VMStorage rollout; it is never

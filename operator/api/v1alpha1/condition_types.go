@@ -63,6 +63,14 @@ const (
 	CancellingReason = "Cancelling"
 	// CancelledReason: the operation stopped because it was cancelled.
 	CancelledReason = "Cancelled"
+	// WaitingForOperationReason: a ClusterUpgradeOperation waits for
+	// another one of the same cluster to finish (one active upgrade per
+	// cluster), or a ClusterBackup waits for the vmstorage rollout of an
+	// upgrade of its VMCluster; the message names the operation.
+	WaitingForOperationReason = "WaitingForOperation"
+	// WaitingForBackupReason: a vmstorage rollout waits for a running
+	// ClusterBackup of the same VMCluster; status.blockedBy names it.
+	WaitingForBackupReason = "WaitingForBackup"
 	// InvalidSpecReason: the spec passed the CRD's validation but cannot be
 	// carried out (for example a node group that does not exist in the cloud).
 	InvalidSpecReason = "InvalidSpec"

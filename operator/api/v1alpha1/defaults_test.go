@@ -19,12 +19,10 @@ package v1alpha1
 import (
 	"reflect"
 	"testing"
-
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func TestSpecDefault(t *testing.T) {
-	values := &runtime.RawExtension{Raw: []byte(`{}`)}
+	values := VMClusterHelmValues{}
 	tests := []struct {
 		name string
 		in   []NodeGroupUpgrade
@@ -134,7 +132,7 @@ func FuzzDefault(f *testing.F) {
 			t.Fatalf("Default changed unrelated fields: %+v", got)
 		}
 		if !rollout {
-			if got != in {
+			if !reflect.DeepEqual(got, in) {
 				t.Fatalf("Default changed a node group without VMStorage rollout: %+v -> %+v", in, got)
 			}
 			if wantNS != "" || wantName != "" {

@@ -165,8 +165,32 @@ func TestClusterUpgradeOperationCreate(t *testing.T) {
 		// vmClusterHelmValues <=> requiresVMStorageRollout.
 		{name: "vmClusterHelmValues empty object", mutate: setNodeGroups(vmstorageWith(func(n obj) { n["vmClusterHelmValues"] = obj{} }))},
 		{name: "vmClusterHelmValues nested object kept", mutate: setNodeGroups(vmstorageWith(func(n obj) {
-			n["vmClusterHelmValues"] = mustJSON(`{"vmstorage": {"nodeSelector": {"eks.amazonaws.com/nodegroup": "vmstorage-130"}, "extraArgs": {"dedup.minScrapeInterval": "1ms"}}}`)
+			n["vmClusterHelmValues"] = mustJSON(`{"vmstorage": {"nodeSelector": {"eks.amazonaws.com/nodegroup": "vmstorage-130"}, "tolerations": [{"key": "dedicated", "operator": "Exists"}]}}`)
 		}))},
+		{name: "vmClusterHelmValues every allowed key", mutate: setNodeGroups(vmstorageWith(func(n obj) {
+			n["vmClusterHelmValues"] = mustJSON(`{"vmstorage": {"nodeSelector": {"a": "b"}, "affinity": {"nodeAffinity": {}}, "tolerations": [],
+				"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}], "replicaCount": 3,
+				"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}}`)
+		}))},
+		// vmClusterHelmValues is an allowlist: refused, naming the key, not pruned.
+		{name: "vmClusterHelmValues serviceAccountName", mutate: setNodeGroups(vmstorageWith(func(n obj) {
+			n["vmClusterHelmValues"] = mustJSON(`{"vmstorage": {"replicaCount": 3, "serviceAccountName": "ops-operator"}}`)
+		})), reject: rejected(ng0+".vmClusterHelmValues[vmstorage]", "not allowed: serviceAccountName")},
+		{name: "vmClusterHelmValues hostNetwork and containers", mutate: setNodeGroups(vmstorageWith(func(n obj) {
+			n["vmClusterHelmValues"] = mustJSON(`{"vmstorage": {"hostNetwork": true, "containers": [{"name": "x", "image": "evil"}]}}`)
+		})), reject: rejected(ng0+".vmClusterHelmValues[vmstorage]", "not allowed: containers, hostNetwork")},
+		{name: "vmClusterHelmValues extraArgs", mutate: setNodeGroups(vmstorageWith(func(n obj) {
+			n["vmClusterHelmValues"] = mustJSON(`{"vmstorage": {"extraArgs": {"dedup.minScrapeInterval": "1ms"}}}`)
+		})), reject: rejected(ng0+".vmClusterHelmValues[vmstorage]", "not allowed: extraArgs")},
+		{name: "vmClusterHelmValues another component", mutate: setNodeGroups(vmstorageWith(func(n obj) {
+			n["vmClusterHelmValues"] = mustJSON(`{"vmstorage": {}, "vminsert": {"replicaCount": 1}}`)
+		})), reject: rejected(ng0+".vmClusterHelmValues", "not allowed: vminsert")},
+		{name: "vmClusterHelmValues a top-level scalar", mutate: setNodeGroups(vmstorageWith(func(n obj) {
+			n["vmClusterHelmValues"] = mustJSON(`{"clusterVersion": {"x": 1}}`)
+		})), reject: rejected(ng0+".vmClusterHelmValues", "not allowed: clusterVersion")},
+		{name: "vmClusterHelmValues vmstorage a string", mutate: setNodeGroups(vmstorageWith(func(n obj) {
+			n["vmClusterHelmValues"] = mustJSON(`{"vmstorage": "replicaCount: 3"}`)
+		})), reject: rejected(ng0+".vmClusterHelmValues[vmstorage]", "must be of type object")},
 		{name: "vmClusterHelmValues missing for VMStorage rollout", mutate: setNodeGroups(vmstorageWith(func(n obj) { delete(n, "vmClusterHelmValues") })),
 			reject: rejected(ng0+".vmClusterHelmValues", "vmClusterHelmValues is required when requiresVMStorageRollout is true")},
 		{name: "vmClusterHelmValues without requiresVMStorageRollout", mutate: setNodeGroups(vmstorageWith(func(n obj) { delete(n, "requiresVMStorageRollout") })),

@@ -23,8 +23,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -52,7 +52,7 @@ func typedUpgrade(namespace, name string) *v1alpha1.ClusterUpgradeOperation {
 					Strategy:                 v1alpha1.StrategyBlueGreen,
 					RequiresVMStorageRollout: true,
 					NewNodeGroupName:         "vmstorage-130",
-					VMClusterHelmValues:      &runtime.RawExtension{Raw: []byte(`{"vmstorage":{"replicaCount":3}}`)},
+					VMClusterHelmValues:      v1alpha1.VMClusterHelmValues{"vmstorage": {"replicaCount": apiextensionsv1.JSON{Raw: []byte(`3`)}}},
 				},
 			},
 		},
@@ -86,11 +86,11 @@ func TestClusterUpgradeOperationGoTypes(t *testing.T) {
 
 	// {} survives the round trip as a present, empty object.
 	empty := typedUpgrade(ns, "empty-values")
-	empty.Spec.NodeGroupUpgrades[1].VMClusterHelmValues = &runtime.RawExtension{Raw: []byte(`{}`)}
+	empty.Spec.NodeGroupUpgrades[1].VMClusterHelmValues = v1alpha1.VMClusterHelmValues{}
 	g.Expect(env.Client.Create(ctx, empty)).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(empty), got)).To(Succeed())
 	g.Expect(got.Spec.NodeGroupUpgrades[1].VMClusterHelmValues).NotTo(BeNil())
-	g.Expect(string(got.Spec.NodeGroupUpgrades[1].VMClusterHelmValues.Raw)).To(Equal(`{}`))
+	g.Expect(got.Spec.NodeGroupUpgrades[1].VMClusterHelmValues).To(BeEmpty())
 
 	// Without Default (kubectl apply), the fields stay empty and the accessor
 	// supplies the same defaults.

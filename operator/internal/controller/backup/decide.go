@@ -69,6 +69,9 @@ type world struct {
 	waitFor string
 	// taken are the snapshot names other backups of the VMCluster record.
 	taken map[string]bool
+	// rollout names a ClusterUpgradeOperation rolling out the VMCluster's
+	// vmstorage: a backup that has not started waits for it.
+	rollout string
 }
 
 // decide picks the next action from the backup and the observation. It is
@@ -84,6 +87,10 @@ func decide(b *opsv1.ClusterBackup, w *world, now time.Time, startTimeout time.D
 	ns, name := b.VMClusterKey()
 	if !w.vmcluster && !anyStarted(st.Replicas) {
 		return action{kind: actFail, reason: opsv1.VMClusterNotFoundReason, msg: fmt.Sprintf("VMCluster %s/%s not found", ns, name)}
+	}
+	if w.rollout != "" && !anyStarted(st.Replicas) {
+		return action{kind: actWait, reason: opsv1.WaitingForOperationReason,
+			msg: fmt.Sprintf("Waiting for ClusterUpgradeOperation %s to finish rolling out the vmstorage of VMCluster %s/%s", w.rollout, ns, name)}
 	}
 	if len(st.Replicas) == 0 {
 		if !w.ready {

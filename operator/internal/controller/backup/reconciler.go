@@ -160,8 +160,9 @@ type scope struct {
 	b       *opsv1.ClusterBackup
 	w       *world
 	requeue time.Duration
-	// blocked says why nothing starts (the VMCluster is not ready).
-	blocked string
+	// blocked says why nothing starts (the VMCluster is not ready), with
+	// blockedReason the condition reason (default Blocked).
+	blocked, blockedReason string
 }
 
 // Reconcile follows the skeleton: get, deletion, finalizer, remember the
@@ -227,7 +228,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		r.failBackup(b, act.reason, act.msg)
 		return reconcile.Result{}, nil
 	case actWait:
-		s.blocked = act.msg
+		s.blocked, s.blockedReason = act.msg, act.reason
 		s.requeue = r.Options.PollInterval
 		return reconcile.Result{}, nil
 	case actPlan:

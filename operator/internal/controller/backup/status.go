@@ -55,6 +55,8 @@ func (r *Reconciler) summarize(s *scope) {
 			msg += fmt.Sprintf(", %d failed", failed)
 		}
 		switch {
+		case s.blocked != "" && s.blockedReason == opsv1.WaitingForOperationReason:
+			reason, msg = s.blockedReason, s.blocked
 		case s.blocked != "":
 			reason, msg = opsv1.BlockedReason, s.blocked
 		case len(st.Replicas) == 0:

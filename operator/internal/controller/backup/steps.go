@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/internal/exclusion"
 	"github.com/tidbcloud/ops-server/operator/internal/vmsnapshot"
 	"github.com/tidbcloud/ops-server/operator/internal/vmstorage"
 )
@@ -38,6 +39,11 @@ func (r *Reconciler) observe(ctx context.Context, b *opsv1.ClusterBackup) (*worl
 	if err := r.observeOthers(ctx, b, w); err != nil {
 		return nil, err
 	}
+	rollout, err := exclusion.Rollout(ctx, r.APIReader, key)
+	if err != nil {
+		return nil, err
+	}
+	w.rollout = rollout
 	ro, err := vmstorage.RolloutStatus(ctx, r.APIReader, key, 0, stsKey, "", "", false)
 	switch {
 	case apierrors.IsNotFound(err):

@@ -99,6 +99,9 @@ type scope struct {
 	// observedOnly says the action changed nothing outside the operation
 	// (see Reconcile).
 	observedOnly bool
+	// waitingFor is the operation of the same cluster this one waits for
+	// before it starts (one active upgrade per cluster).
+	waitingFor *opsv1.ClusterUpgradeOperation
 }
 
 // maxActionsPerReconcile bounds the actions one reconcile takes in a row,
@@ -206,7 +209,24 @@ func (r *Reconciler) act(ctx context.Context, op *opsv1.ClusterUpgradeOperation)
 		return
 	}
 
-	// The remaining actions talk to the cloud.
+	// The remaining actions talk to the cloud: an operation that is
+	// invalid, or waits for another one of its cluster, does not.
+	if act.kind == actPreflight {
+		if msg := validateSpec(&op.Spec); msg != "" {
+			r.failInvalid(op, "Invalid spec: "+msg)
+			return
+		}
+		if wait, err := r.waitForCluster(ctx, s); wait || err != nil {
+			return 0, false, false, err
+		}
+	}
+	if act.kind == actRunStep && !anyStepStarted(op.Status.Steps) {
+		// Started a moment ago: step back if another operation of the
+		// cluster started too (see package exclusion).
+		if wait, err := r.waitForCluster(ctx, s); wait || err != nil {
+			return 0, false, false, err
+		}
+	}
 	if err := r.resolveProvider(s); err != nil {
 		return 0, false, false, r.handleError(s, nil, err)
 	}
@@ -315,6 +335,14 @@ func (r *Reconciler) fail(op *opsv1.ClusterUpgradeOperation, msg string) {
 		}
 	}
 	r.finish(op, opsv1.UpgradePhaseFailed, msg)
+}
+
+// failInvalid ends the operation Failed with reason InvalidSpec: its spec
+// asks for something the operator refuses to do, whatever the CRD let
+// through.
+func (r *Reconciler) failInvalid(op *opsv1.ClusterUpgradeOperation, msg string) {
+	r.fail(op, msg)
+	setReady(op, metav1.ConditionFalse, opsv1.InvalidSpecReason, msg)
 }
 
 // cancel ends the operation Cancelled at a safe point (nothing in flight).

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -64,15 +63,46 @@ func TestBlueGreenWithVMStorageRollout(t *testing.T) {
 	placePods(g, obs, labels, "vms-old", "rev-1")
 	setSTSStatus(g, sts, "rev-1")
 
+	// A backup of the VMCluster is running (nothing reconciles it here:
+	// the operator watches the test's namespace only).
+	backup := &opsv1.ClusterBackup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: obs, Name: "nightly"},
+		Spec: opsv1.ClusterBackupSpec{VMCluster: opsv1.VMClusterReference{Name: opsv1.VMClusterName},
+			Destination: opsv1.BackupDestination{URL: "fs:///backups"}},
+	}
+	g.Expect(env.Client.Create(ctx, backup)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), backup) })
+	backup.Status.Phase = opsv1.BackupPhaseRunning
+	g.Expect(env.Client.Status().Update(ctx, backup)).To(Succeed())
+
 	startOperator(t, ns, f, nil)
 	op := newOp(ns, "rollout", f, func(s *opsv1.ClusterUpgradeOperationSpec) {
 		s.NodeGroupUpgrades = []opsv1.NodeGroupUpgrade{{
 			NodeGroupName: "vms-old", Strategy: opsv1.StrategyBlueGreen, NewNodeGroupName: "vms-new",
 			RequiresVMStorageRollout: true,
-			VMClusterHelmValues:      &runtime.RawExtension{Raw: []byte(fmt.Sprintf(`{"vmstorage":{"nodeSelector":{%q:"vms-new"}}}`, mock.NodeGroupLabel))},
+			VMClusterHelmValues:      helmValues(fmt.Sprintf(`{"vmstorage":{"nodeSelector":{%q:"vms-new"}}}`, mock.NodeGroupLabel)),
 		}}
 	})
 	g.Expect(env.Client.Create(ctx, op)).To(Succeed())
+
+	// The rollout waits for the backup, saying so, and leaves the
+	// VMCluster alone.
+	rolloutID := opsv1.NodeGroupStepID("vms-old", opsv1.ActionRolloutVMStorage)
+	g.Eventually(func(g Gomega) {
+		cur := get(g, op)
+		g.Expect(cur.Status.CurrentStep).To(Equal(rolloutID))
+		g.Expect(cur.Status.BlockedBy).NotTo(BeNil())
+		g.Expect(cur.Status.BlockedBy.Reason).To(Equal(opsv1.WaitingForBackupReason))
+		g.Expect(cur.Status.BlockedBy.Message).To(ContainSubstring("ClusterBackup " + obs + "/nightly"))
+		g.Expect(cur.Status.Step(rolloutID).Phase).To(Equal(opsv1.StepPhasePending))
+	}, time.Minute, 50*time.Millisecond).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		cur := vmstorage.NewVMCluster()
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(vmc), cur)).To(Succeed())
+		g.Expect(cur.GetGeneration()).To(Equal(vmc.GetGeneration()))
+	}, time.Second, 100*time.Millisecond).Should(Succeed())
+	backup.Status.Phase = opsv1.BackupPhaseSucceeded
+	g.Expect(env.Client.Status().Update(ctx, backup)).To(Succeed())
 
 	// Wait for the merge patch: nodeSelector added, replicaCount kept.
 	var patchedGen int64
@@ -169,4 +199,13 @@ func setVMClusterStatus(g Gomega, gen int64) {
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: opsv1.VMClusterNamespace, Name: opsv1.VMClusterName}, cur)).To(Succeed())
 	g.Expect(unstructured.SetNestedField(cur.Object, map[string]any{"observedGeneration": gen, "updateStatus": "operational"}, "status")).To(Succeed())
 	g.Expect(env.Client.Status().Update(context.Background(), cur)).To(Succeed())
+}
+
+// helmValues decodes vmClusterHelmValues written as JSON.
+func helmValues(raw string) opsv1.VMClusterHelmValues {
+	v, err := opsv1.ParseVMClusterHelmValues([]byte(raw))
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -51,12 +51,12 @@ func (r *Reconciler) summarize(s *scope) {
 		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
 		st.ObservedGeneration = gen
 	case opsv1.UpgradePhaseFailed:
-		msg := "Upgrade failed"
-		if c := apimeta.FindStatusCondition(st.Conditions, opsv1.ReadyCondition); c != nil && c.Reason == opsv1.FailedReason {
-			msg = c.Message
+		reason, msg := opsv1.FailedReason, "Upgrade failed"
+		if c := apimeta.FindStatusCondition(st.Conditions, opsv1.ReadyCondition); c != nil && (c.Reason == opsv1.FailedReason || c.Reason == opsv1.InvalidSpecReason) {
+			reason, msg = c.Reason, c.Message
 		}
 		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.ReconcilingCondition)
-		setCond(op, opsv1.StalledCondition, metav1.ConditionTrue, opsv1.FailedReason, msg)
+		setCond(op, opsv1.StalledCondition, metav1.ConditionTrue, reason, msg)
 		st.ObservedGeneration = gen
 	case opsv1.UpgradePhaseCancelled:
 		setReady(op, metav1.ConditionFalse, opsv1.CancelledReason, "Cancelled on request")
@@ -81,20 +81,36 @@ func (r *Reconciler) summarize(s *scope) {
 		setReady(op, metav1.ConditionUnknown, opsv1.CancellingReason, "Cancelling: waiting for step "+st.CurrentStep+" to finish its cloud operation")
 		setCond(op, opsv1.ReconcilingCondition, metav1.ConditionTrue, opsv1.CancellingReason, "Cancelling")
 		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
-	default: // Pending, Running
-		reason, msg := opsv1.ProgressingReason, "Running step "+st.CurrentStep
-		if st.Phase == opsv1.UpgradePhasePending {
-			msg = "Planned; waiting to start"
+	case opsv1.UpgradePhasePending:
+		if s.waitingFor == nil {
+			summarizeRunning(op)
+			break
 		}
-		if st.BlockedBy != nil {
-			reason, msg = opsv1.BlockedReason, st.BlockedBy.Message
-		} else if cur := st.Step(st.CurrentStep); cur != nil && cur.Message != "" {
-			msg = cur.ID + ": " + cur.Message
-		}
-		setReady(op, metav1.ConditionUnknown, reason, msg)
-		setCond(op, opsv1.ReconcilingCondition, metav1.ConditionTrue, reason, msg)
+		msg := waitingMessage(op, s.waitingFor)
+		setReady(op, metav1.ConditionUnknown, opsv1.WaitingForOperationReason, msg)
+		setCond(op, opsv1.ReconcilingCondition, metav1.ConditionTrue, opsv1.WaitingForOperationReason, msg)
 		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
+	default: // Running
+		summarizeRunning(op)
 	}
+}
+
+// summarizeRunning sets the conditions of an operation that is Pending (and
+// waits for nothing but its turn in the queue) or Running.
+func summarizeRunning(op *opsv1.ClusterUpgradeOperation) {
+	st := &op.Status
+	reason, msg := opsv1.ProgressingReason, "Running step "+st.CurrentStep
+	if st.Phase == opsv1.UpgradePhasePending {
+		msg = "Planned; waiting to start"
+	}
+	if st.BlockedBy != nil {
+		reason, msg = opsv1.BlockedReason, st.BlockedBy.Message
+	} else if cur := st.Step(st.CurrentStep); cur != nil && cur.Message != "" {
+		msg = cur.ID + ": " + cur.Message
+	}
+	setReady(op, metav1.ConditionUnknown, reason, msg)
+	setCond(op, opsv1.ReconcilingCondition, metav1.ConditionTrue, reason, msg)
+	apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
 }
 
 // setTerminalMessage records why the operation ended in its Ready

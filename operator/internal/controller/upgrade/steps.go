@@ -9,12 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/drain"
+	"github.com/tidbcloud/ops-server/operator/internal/exclusion"
 	"github.com/tidbcloud/ops-server/operator/internal/vmstorage"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
@@ -77,6 +77,9 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) error {
 	}
 	s.op.Status.StartTime = r.now()
 	s.op.Status.Phase = opsv1.UpgradePhaseRunning
+	// Recorded at once: the other operations of the cluster must see
+	// this one started before its first step (see package exclusion).
+	s.observedOnly = false
 	r.event(s.op, "Normal", "PreflightPassed", "Cluster %s at %s; upgrading to %s", cluster.Name, cluster.Version, spec.TargetVersion)
 	return nil
 }
@@ -344,14 +347,44 @@ func (r *Reconciler) waitNodesReady(ctx context.Context, s *scope, step *opsv1.U
 // waits until the vmstorage StatefulSet has rolled out and, when the patch
 // changed the VMCluster, every vmstorage pod runs on the new node group.
 func (r *Reconciler) rolloutVMStorage(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
+	key := types.NamespacedName{Namespace: opsv1.VMClusterNamespace, Name: opsv1.VMClusterName}
+	if step.Phase != opsv1.StepPhaseRunning {
+		// Not while a backup of the VMCluster runs: its snapshots are
+		// taken on the vmstorage pods the rollout replaces. Once this
+		// step is Running, new backups of the VMCluster wait for it
+		// instead (package exclusion).
+		backup, err := exclusion.RunningBackup(ctx, r.APIReader, key)
+		if err != nil {
+			return err
+		}
+		if backup != "" {
+			msg := fmt.Sprintf("ClusterBackup %s of VMCluster %s is running; the vmstorage rollout starts when it finished", backup, key)
+			step.Message = "Waiting: " + msg
+			s.blocked = &opsv1.BlockedBy{StepID: step.ID, Reason: opsv1.WaitingForBackupReason, Message: msg}
+			s.requeue = r.Options.PollInterval
+			s.observedOnly = true
+			return nil
+		}
+	}
 	r.startStep(s.op, step)
 	ng := nodeGroupOf(&s.op.Spec, step)
-	key := types.NamespacedName{Namespace: opsv1.VMClusterNamespace, Name: opsv1.VMClusterName}
 	gen, changed, ok := parseRolloutMarker(step.OperationID)
 	if !ok {
+		// Defence in depth: the CRD and preflight refuse these values
+		// already; nothing outside the allowlist is ever patched.
+		if problems := ng.VMClusterHelmValues.Validate(); len(problems) > 0 {
+			msg := "vmClusterHelmValues: " + describeViolations(problems)
+			r.failStep(s.op, step, msg)
+			r.failInvalid(s.op, msg)
+			return nil
+		}
 		overlay := []byte("{}")
-		if ng.VMClusterHelmValues != nil && len(ng.VMClusterHelmValues.Raw) > 0 {
-			overlay = ng.VMClusterHelmValues.Raw
+		if len(ng.VMClusterHelmValues) > 0 {
+			b, err := json.Marshal(ng.VMClusterHelmValues)
+			if err != nil {
+				return fmt.Errorf("encoding vmClusterHelmValues: %w", err)
+			}
+			overlay = b
 		}
 		var err error
 		gen, changed, err = vmstorage.PatchVMCluster(ctx, r.Client, key, overlay)
@@ -404,13 +437,31 @@ func (r *Reconciler) rolloutVMStorage(ctx context.Context, s *scope, step *opsv1
 	return nil
 }
 
-// emptyObject reports whether raw JSON is absent or {}.
-func emptyObject(raw *runtime.RawExtension) bool {
-	if raw == nil {
-		return true
+// emptyObject reports whether the values are absent or {}.
+func emptyObject(v opsv1.VMClusterHelmValues) bool {
+	return len(v) == 0
+}
+
+// validateSpec finds what the CRD should have refused but an object
+// stored before its rules (or without them) may hold: vmClusterHelmValues
+// outside the allowlist. "" when nothing.
+func validateSpec(spec *opsv1.ClusterUpgradeOperationSpec) string {
+	var problems []string
+	for i := range spec.NodeGroupUpgrades {
+		ng := &spec.NodeGroupUpgrades[i]
+		if p := ng.VMClusterHelmValues.Validate(); len(p) > 0 {
+			problems = append(problems, fmt.Sprintf("nodeGroupUpgrades[%d].vmClusterHelmValues: %s", i, describeViolations(p)))
+		}
 	}
-	var m map[string]any
-	return json.Unmarshal(raw.Raw, &m) == nil && len(m) == 0
+	return strings.Join(problems, "; ")
+}
+
+func describeViolations(p []opsv1.VMClusterHelmValuesViolation) string {
+	parts := make([]string, 0, len(p))
+	for _, v := range p {
+		parts = append(parts, v.Path+" "+v.Message)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func rolloutMarker(gen int64, changed bool) string {
