@@ -15,11 +15,13 @@ require (
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/onsi/gomega v1.44.0
 	github.com/prometheus/client_golang v1.24.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/pflag v1.0.10
 	github.com/tidbcloud/ops-server/operator v0.0.0-00010101000000-000000000000
 	github.com/tidbcloud/ops-server/operator/api v0.0.0
 	go.uber.org/zap v1.27.1
 	golang.org/x/sync v0.25.0
+	golang.org/x/text v0.43.0
 	golang.org/x/time v0.16.0
 	helm.sh/helm/v3 v3.22.0
 	k8s.io/api v0.37.2
@@ -134,7 +136,6 @@ require (
 	github.com/prometheus/common v0.70.0 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/tjfoc/gmsm v1.4.1 // indirect
@@ -156,7 +157,6 @@ require (
 	golang.org/x/oauth2 v0.38.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/term v0.47.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/api v0.315.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261104224025-d1e00e9f33ab // indirect
 	google.golang.org/grpc v1.85.0 // indirect

@@ -37,6 +37,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
+	"github.com/tidbcloud/ops-server/apiserver/internal/chartvalues"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
@@ -354,10 +355,17 @@ func (a *App) chartSource(c config.ChartConfig) (vmclusters.ChartSource, error) 
 		return src, fmt.Errorf("no chart %q in %s", c.Name, c.LocalDir)
 	}
 	src.DefaultVersion = best.Original()
+	src.Validators = map[string]vmclusters.ValuesValidator{}
 	for _, ch := range charts {
-		if ch.Name == c.Name {
-			src.Versions = append(src.Versions, ch.Version)
+		if ch.Name != c.Name {
+			continue
 		}
+		src.Versions = append(src.Versions, ch.Version)
+		v, err := chartvalues.New(ch.Loaded())
+		if err != nil {
+			return src, fmt.Errorf("the values schema of chart %s %s: %w", ch.Name, ch.Version, err)
+		}
+		src.Validators[ch.Version] = v
 	}
 
 	ln, err := net.Listen("tcp", a.cfg.LocalRepository.ListenAddress)

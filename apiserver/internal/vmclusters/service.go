@@ -66,6 +66,7 @@ const (
 	ReasonImmutable        = "FIELD_IMMUTABLE"
 	ReasonNotManaged       = "NOT_MANAGED_BY_OPS_SERVER"
 	ReasonNamespaceMissing = "NAMESPACE_NOT_FOUND"
+	ReasonInvalidValues    = "INVALID_VALUES"
 )
 
 func (s *Service) now() time.Time {
@@ -77,6 +78,11 @@ func (s *Service) now() time.Time {
 
 func notFound(id string) *apierror.Error {
 	return apierror.NotFound(ReasonNotFound, "vmcluster %q not found", truncate(id, 80)).WithMetadata("vmclusterId", truncate(id, 80))
+}
+
+// invalidValues is the 400 of values the chart refuses.
+func invalidValues(vs []apierror.FieldViolation) *apierror.Error {
+	return apierror.InvalidArgument("the values do not match the chart's values schema", vs...).WithReason(ReasonInvalidValues)
 }
 
 func truncate(s string, n int) string {
@@ -93,6 +99,9 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (VMCluster, err
 	log := logr.FromContextOrDiscard(ctx)
 	if msg := s.Translator.Chart.CheckVersion(req.Version); msg != "" {
 		return VMCluster{}, apierror.InvalidArgument("the request is invalid", apierror.Violation("helm_release_info.version", "%s", msg))
+	}
+	if vs := s.Translator.Chart.CheckValues(req.Version, req.Values); len(vs) > 0 {
+		return VMCluster{}, invalidValues(vs)
 	}
 	hr := s.Translator.Release(req, s.now())
 	err := s.Store.CreateRelease(ctx, hr)
@@ -228,6 +237,13 @@ func (s *Service) Update(ctx context.Context, id string, req UpdateRequest) (VMC
 	}
 	if hr.Spec.Chart == nil {
 		return VMCluster{}, apierror.FailedPrecondition(ReasonNotManaged, "vmcluster %q has no chart template; it was not created by ops-server", hr.Name)
+	}
+	version := req.Version
+	if version == "" {
+		version = hr.Spec.Chart.Spec.Version
+	}
+	if vs := s.Translator.Chart.CheckValues(version, req.Values); len(vs) > 0 {
+		return VMCluster{}, invalidValues(vs)
 	}
 	patch, err := s.Translator.UpdatePatch(hr, req.Values, req.Version, s.now())
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 )
 
@@ -44,6 +45,30 @@ type ChartSource struct {
 	// Versions are the versions known to exist (the packaged local
 	// charts); empty when the repository is remote and cannot be asked.
 	Versions []string
+	// Validators check request values against the chart of a version, by
+	// version: the charts in hand (the packaged local charts). A version
+	// without one (a remote repository) is checked by Helm at install.
+	Validators map[string]ValuesValidator
+}
+
+// ValuesValidator checks request values (a JSON object) merged over the
+// defaults of one chart version against its values.schema.json and its
+// templates; one violation per bad field, none if the chart accepts them.
+type ValuesValidator interface {
+	Validate(values []byte) []apierror.FieldViolation
+}
+
+// CheckValues returns the problems of values for the chart version the
+// request will install (empty: the default version).
+func (c ChartSource) CheckValues(version string, values []byte) []apierror.FieldViolation {
+	if version == "" {
+		version = c.DefaultVersion
+	}
+	v := c.Validators[version]
+	if v == nil {
+		return nil
+	}
+	return v.Validate(values)
 }
 
 // CheckVersion returns the problem of a requested chart version against

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 )
 
@@ -171,4 +172,24 @@ func TestCheckVersion(t *testing.T) {
 	g.Expect(local.CheckVersion("0.3.0")).To(Equal("chart vmcluster has no version 0.3.0 (available: 0.1.0, 0.2.0)"))
 	remote := ChartSource{Name: "vmcluster"}
 	g.Expect(remote.CheckVersion("0.3.0")).To(BeEmpty(), "a remote repository is not asked")
+}
+
+// recordingValidator refuses every value and records what it was asked.
+type recordingValidator struct{ got [][]byte }
+
+func (r *recordingValidator) Validate(values []byte) []apierror.FieldViolation {
+	r.got = append(r.got, values)
+	return []apierror.FieldViolation{apierror.Violation("values.x", "refused")}
+}
+
+func TestCheckValues(t *testing.T) {
+	g := NewWithT(t)
+	v1, v2 := &recordingValidator{}, &recordingValidator{}
+	src := ChartSource{Name: "vmcluster", DefaultVersion: "0.2.0", Validators: map[string]ValuesValidator{"0.1.0": v1, "0.2.0": v2}}
+	g.Expect(src.CheckValues("", []byte(`{"a":1}`))).To(HaveLen(1), "the default version's chart")
+	g.Expect(v2.got).To(Equal([][]byte{[]byte(`{"a":1}`)}))
+	g.Expect(src.CheckValues("0.1.0", []byte(`{}`))).To(HaveLen(1), "the requested version's chart")
+	g.Expect(v1.got).To(HaveLen(1))
+	g.Expect(src.CheckValues("9.9.9", []byte(`{}`))).To(BeEmpty(), "no chart in hand: Helm checks at install")
+	g.Expect(ChartSource{Name: "remote", DefaultVersion: "1.0.0"}.CheckValues("", []byte(`{}`))).To(BeEmpty())
 }

@@ -35,7 +35,12 @@ type Chart struct {
 	Digest string
 	data   []byte
 	meta   *chart.Metadata
+	loaded *chart.Chart
 }
+
+// Loaded is the chart as Helm loaded it (templates, default values,
+// values.schema.json). Callers read it and never modify it.
+func (c *Chart) Loaded() *chart.Chart { return c.loaded }
 
 // Repository is an in-memory Helm chart repository. It is safe for
 // concurrent use; charts can be added while it serves.
@@ -90,6 +95,7 @@ func (r *Repository) AddChart(c *chart.Chart) (*Chart, error) {
 		Digest:  digest,
 		data:    data,
 		meta:    c.Metadata,
+		loaded:  c,
 	}
 	r.mu.Lock()
 	r.charts[pc.File] = pc
