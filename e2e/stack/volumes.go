@@ -90,9 +90,29 @@ type volumeProvisioner struct {
 	cs   kubernetes.Interface
 	root string
 	logf func(format string, args ...any)
+	// reported is the last problem logged per object, so that a claim the
+	// provisioner cannot serve is logged once, not on every pass.
+	reported map[string]string
 
 	cancel context.CancelFunc
 	done   chan struct{}
+}
+
+// report logs a problem with an object unless it was the last one logged
+// for it; a nil err forgets it.
+func (p *volumeProvisioner) report(object string, err error) {
+	if p.reported == nil {
+		p.reported = map[string]string{}
+	}
+	if err == nil {
+		delete(p.reported, object)
+		return
+	}
+	if p.reported[object] == err.Error() {
+		return
+	}
+	p.reported[object] = err.Error()
+	p.logf("volume provisioner: %s: %v", object, err)
 }
 
 // startVolumeProvisioner creates the StorageClass (kept from an earlier run)
@@ -178,9 +198,7 @@ func (p *volumeProvisioner) sync(ctx context.Context, claims listersv1.Persisten
 		if ctx.Err() != nil {
 			return
 		}
-		if err := p.reclaim(ctx, pv); err != nil {
-			p.logf("volume provisioner: PersistentVolume %s: %v", pv.Name, err)
-		}
+		p.report("PersistentVolume "+pv.Name, p.reclaim(ctx, pv))
 	}
 	pvcs, err := claims.List(labels.Everything())
 	if err != nil {
@@ -198,9 +216,7 @@ func (p *volumeProvisioner) sync(ctx context.Context, claims listersv1.Persisten
 		if inUse[p.dir(pvc)] {
 			continue // an older volume of that name is being deleted
 		}
-		if err := p.provision(ctx, pvc); err != nil {
-			p.logf("volume provisioner: PersistentVolumeClaim %s/%s: %v", pvc.Namespace, pvc.Name, err)
-		}
+		p.report("PersistentVolumeClaim "+pvc.Namespace+"/"+pvc.Name, p.provision(ctx, pvc))
 	}
 }
 
