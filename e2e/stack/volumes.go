@@ -186,19 +186,22 @@ func (p *volumeProvisioner) sync(ctx context.Context, claims listersv1.Persisten
 		p.logf("volume provisioner: listing PersistentVolumes: %v", err)
 		return
 	}
-	// Directories of our volumes that still exist, and the volumes by name.
-	inUse := map[string]bool{}
+	// How many of our volumes name each directory, and the volumes by name.
+	inUse := map[string]int{}
 	byName := map[string]bool{}
 	for _, pv := range pvs {
 		byName[pv.Name] = true
-		if !p.owns(pv) {
-			continue
+		if p.owns(pv) {
+			inUse[pv.Spec.HostPath.Path]++
 		}
-		inUse[pv.Spec.HostPath.Path] = true
+	}
+	for _, pv := range pvs {
 		if ctx.Err() != nil {
 			return
 		}
-		p.report("PersistentVolume "+pv.Name, p.reclaim(ctx, pv))
+		if p.owns(pv) {
+			p.report("PersistentVolume "+pv.Name, p.reclaim(ctx, pv, inUse[pv.Spec.HostPath.Path] > 1))
+		}
 	}
 	pvcs, err := claims.List(labels.Everything())
 	if err != nil {
@@ -213,7 +216,7 @@ func (p *volumeProvisioner) sync(ctx context.Context, claims listersv1.Persisten
 			pvc.DeletionTimestamp != nil || byName[volumeName(pvc)] {
 			continue
 		}
-		if inUse[p.dir(pvc)] {
+		if inUse[p.dir(pvc)] > 0 {
 			continue // an older volume of that name is being deleted
 		}
 		p.report("PersistentVolumeClaim "+pvc.Namespace+"/"+pvc.Name, p.provision(ctx, pvc))
@@ -248,6 +251,12 @@ func (p *volumeProvisioner) provision(ctx context.Context, pvc *corev1.Persisten
 	size, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	if !ok {
 		return fmt.Errorf("no storage request")
+	}
+	// The lister may not show a volume we created a moment ago: ask.
+	if _, err := p.cs.CoreV1().PersistentVolumes().Get(ctx, volumeName(pvc), metav1.GetOptions{}); err == nil {
+		return nil
+	} else if !apierrors.IsNotFound(err) {
+		return err
 	}
 	dir := p.dir(pvc)
 	// A new volume is empty: a directory no volume names is a leftover of
@@ -290,26 +299,35 @@ func (p *volumeProvisioner) provision(ctx context.Context, pvc *corev1.Persisten
 }
 
 // reclaim removes the directory of a volume that is released (reclaim
-// policy Delete) or being deleted, then the volume.
-func (p *volumeProvisioner) reclaim(ctx context.Context, pv *corev1.PersistentVolume) error {
+// policy Delete) or being deleted, then the volume. shared: another volume
+// of ours names the same directory (a claim deleted and re-created faster
+// than this controller saw it): the directory is the newer volume's now
+// and stays.
+func (p *volumeProvisioner) reclaim(ctx context.Context, pv *corev1.PersistentVolume, shared bool) error {
 	released := pv.Status.Phase == corev1.VolumeReleased && pv.Spec.PersistentVolumeReclaimPolicy == corev1.PersistentVolumeReclaimDelete
 	deleting := pv.DeletionTimestamp != nil && pv.Status.Phase != corev1.VolumeBound
 	if !released && !deleting {
 		return nil
 	}
 	dir := pv.Spec.HostPath.Path
-	if err := os.RemoveAll(dir); err != nil {
-		return err
+	if !shared {
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+		// The namespace's directory goes with its last volume (Remove
+		// fails on a directory that is not empty).
+		_ = os.Remove(filepath.Dir(dir))
 	}
-	// The namespace's directory goes with its last volume (Remove fails on
-	// a directory that is not empty).
-	_ = os.Remove(filepath.Dir(dir))
 	if pv.DeletionTimestamp == nil {
 		err := p.cs.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pv.UID}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting: %w", err)
 		}
-		p.logf("Volume %s of PersistentVolumeClaim %s/%s released: %s removed", pv.Name, pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name, dir)
+		if shared {
+			p.logf("Volume %s released and deleted; %s belongs to a newer volume", pv.Name, dir)
+		} else {
+			p.logf("Volume %s released and deleted with %s", pv.Name, dir)
+		}
 		return nil
 	}
 	if !slices.Contains(pv.Finalizers, volumeFinalizer) {

@@ -55,6 +55,10 @@ func TestVolumeProvisionerSync(t *testing.T) {
 	waiting := claim("waiting", "5", ours)
 	selector := claim("selector", "6", ours)
 	selector.Spec.Selector = &metav1.LabelSelector{}
+	// Provisioned a moment ago: its volume exists but is not in the lister
+	// yet.
+	recent := claim("recent", "7", ours)
+	recentPV := volume("pvc-uid-7", filepath.Join(root, "ns", "recent"), corev1.VolumeAvailable, VolumeProvisioner)
 
 	released := volume("released", filepath.Join(root, "ns", "released"), corev1.VolumeReleased, VolumeProvisioner)
 	// An older volume of the claim "waiting", still being deleted.
@@ -62,12 +66,17 @@ func TestVolumeProvisionerSync(t *testing.T) {
 	olderWaiting.DeletionTimestamp = ptr.To(metav1.Now())
 	deletedBound := volume("deleted-bound", filepath.Join(root, "ns", "deleted-bound"), corev1.VolumeBound, VolumeProvisioner)
 	deletedBound.DeletionTimestamp = ptr.To(metav1.Now())
+	// A claim deleted and re-created faster than the provisioner saw it:
+	// the old volume is released while the new one already uses the
+	// directory.
+	releasedShared := volume("released-shared", filepath.Join(root, "ns", "shared"), corev1.VolumeReleased, VolumeProvisioner)
+	boundShared := volume("bound-shared", filepath.Join(root, "ns", "shared"), corev1.VolumeBound, VolumeProvisioner)
 	foreign := volume("foreign", filepath.Join(root, "ns", "foreign"), corev1.VolumeReleased, "example.com/other")
 	outside := volume("outside", filepath.Join(t.TempDir(), "outside"), corev1.VolumeReleased, VolumeProvisioner)
 	for _, d := range []string{
 		filepath.Join(root, "ns", "fresh"), // a leftover of an interrupted provisioning
-		released.Spec.HostPath.Path, olderWaiting.Spec.HostPath.Path, deletedBound.Spec.HostPath.Path,
-		foreign.Spec.HostPath.Path, outside.Spec.HostPath.Path,
+		released.Spec.HostPath.Path, olderWaiting.Spec.HostPath.Path, deletedBound.Spec.HostPath.Path, boundShared.Spec.HostPath.Path,
+		foreign.Spec.HostPath.Path, outside.Spec.HostPath.Path, recentPV.Spec.HostPath.Path,
 	} {
 		g.Expect(os.MkdirAll(d, 0o755)).To(Succeed())
 		g.Expect(os.WriteFile(filepath.Join(d, "data"), []byte("x"), 0o644)).To(Succeed())
@@ -76,15 +85,15 @@ func TestVolumeProvisionerSync(t *testing.T) {
 	claims := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	volumes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	var objs []runtime.Object
-	for _, c := range []*corev1.PersistentVolumeClaim{fresh, noClass, other, bound, waiting, selector} {
+	for _, c := range []*corev1.PersistentVolumeClaim{fresh, noClass, other, bound, waiting, selector, recent} {
 		g.Expect(claims.Add(c)).To(Succeed())
 		objs = append(objs, c)
 	}
-	for _, v := range []*corev1.PersistentVolume{released, olderWaiting, deletedBound, foreign, outside} {
+	for _, v := range []*corev1.PersistentVolume{released, olderWaiting, deletedBound, releasedShared, boundShared, foreign, outside} {
 		g.Expect(volumes.Add(v)).To(Succeed())
 		objs = append(objs, v)
 	}
-	cs := fake.NewClientset(objs...)
+	cs := fake.NewClientset(append(objs, recentPV)...)
 	p := &volumeProvisioner{cs: cs, root: root, logf: t.Logf}
 	ctx := context.Background()
 	p.sync(ctx, listersv1.NewPersistentVolumeClaimLister(claims), listersv1.NewPersistentVolumeLister(volumes))
@@ -114,6 +123,7 @@ func TestVolumeProvisionerSync(t *testing.T) {
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s: %v", name, err)
 	}
 	g.Expect(filepath.Join(root, "ns", "no-class")).NotTo(BeAnExistingFile())
+	g.Expect(filepath.Join(recentPV.Spec.HostPath.Path, "data")).To(BeAnExistingFile(), "a volume just provisioned is not provisioned again")
 
 	// Released: directory, then object deleted.
 	g.Expect(released.Spec.HostPath.Path).NotTo(BeAnExistingFile())
@@ -129,6 +139,11 @@ func TestVolumeProvisionerSync(t *testing.T) {
 	pv, err = pvs.Get(ctx, "deleted-bound", metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(pv.Finalizers).To(ContainElement(volumeFinalizer))
+	// Released, but its directory is the newer volume's: object deleted,
+	// directory kept.
+	_, err = pvs.Get(ctx, "released-shared", metav1.GetOptions{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%v", err)
+	g.Expect(filepath.Join(boundShared.Spec.HostPath.Path, "data")).To(BeAnExistingFile())
 	// Another provisioner's volume, or one outside the root: never touched.
 	g.Expect(filepath.Join(foreign.Spec.HostPath.Path, "data")).To(BeAnExistingFile())
 	g.Expect(filepath.Join(outside.Spec.HostPath.Path, "data")).To(BeAnExistingFile())
