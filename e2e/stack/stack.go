@@ -1,7 +1,8 @@
 // Package stack runs the whole ops-server stack locally on 127.0.0.1, as
 // `make dev` shows it and the e2e suite drives it: etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler and kwok (simulated kubelets),
-// the real Flux source-controller and helm-controller, the simulated cloud
+// a volume provisioner (directories in the state directory), the real Flux
+// source-controller and helm-controller, the simulated cloud
 // with one cluster and its node groups as kwok Nodes, and ops-operator.
 package stack
 
@@ -69,6 +70,10 @@ type Stack struct {
 	backer *vmstorageBacker
 	procs  []*testenv.Process
 	out    io.Writer
+
+	// volumes provisions the volumes of the default StorageClass (see
+	// volumes.go).
+	volumes *volumeProvisioner
 }
 
 // Start brings the stack up. On error everything started is stopped.
@@ -116,6 +121,10 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	}
 	s.step("Starting kube-controller-manager, kube-scheduler and kwok")
 	if err := s.startKubeControllers(ctx); err != nil {
+		return s, err
+	}
+	s.step("Starting the volume provisioner (default StorageClass %s, volumes in %s)", StorageClassName, s.VMStorageRoot())
+	if err := s.startVolumeProvisioner(ctx); err != nil {
 		return s, err
 	}
 	s.step("Starting Flux source-controller and helm-controller")
@@ -197,6 +206,10 @@ func (s *Stack) Stop() {
 	if s.backer != nil {
 		s.backer.stop()
 		s.backer = nil
+	}
+	if s.volumes != nil {
+		s.volumes.stop()
+		s.volumes = nil
 	}
 	if s.Flux != nil {
 		s.Flux.Stop()

@@ -43,10 +43,14 @@ const vmstoragePodSelector = "app.kubernetes.io/name=vmstorage"
 
 // vmstorageBacker stands in for the kubelet's containers for vmstorage:
 // kwok Pods run no process, so for every vmstorage Pod scheduled on a kwok
-// Node it runs a real vmstorage from bin/ on 127.0.0.1, with its data in
-// <state>/vmstorage/<namespace>/<pod> (kept across Pod re-creations, as a
-// PersistentVolume would be), and publishes the process's address and data
-// directory on the Pod as annotations. A Pod re-created under the same name
+// Node it runs a real vmstorage from bin/ on 127.0.0.1 and publishes the
+// process's address and data directory on the Pod as annotations. The data
+// directory is the one the Pod's container would see at its
+// -storageDataPath: inside the volume of the Pod's PersistentVolumeClaim
+// (Pod volume -> claim -> the stack provisioner's PersistentVolume, see
+// volumes.go), so a re-created Pod finds its data again; for a Pod whose
+// data volume is an emptyDir, VMStorageRoot()/_emptydir/<namespace>/<pod>
+// (also kept across Pod re-creations, as it always was here). A Pod re-created under the same name
 // (new UID) gets a new process; a Pod being deleted loses its process; a
 // process that exits is started again.
 //
@@ -73,9 +77,6 @@ type backedPod struct {
 	endpoint string
 	dataDir  string
 }
-
-// VMStorageRoot is where the vmstorage processes keep their data.
-func (s *Stack) VMStorageRoot() string { return filepath.Join(s.stateDir, "vmstorage") }
 
 // startVMStorageBacker starts the backer unless it runs.
 func (s *Stack) startVMStorageBacker() error {
@@ -219,10 +220,14 @@ func (b *vmstorageBacker) startOne(ctx context.Context, p *corev1.Pod) (*backedP
 			return nil, err
 		}
 	}
+	dataDir, err := b.dataDir(ctx, p)
+	if err != nil {
+		return nil, err
+	}
 	bp := &backedPod{
 		uid:      p.UID,
 		endpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
-		dataDir:  filepath.Join(b.dataRoot, p.Namespace, p.Name),
+		dataDir:  dataDir,
 	}
 	logDir := filepath.Join(b.logRoot, p.Namespace, p.Name)
 	for _, d := range []string{bp.dataDir, logDir} {
@@ -311,4 +316,93 @@ func retentionPeriod(p *corev1.Pod) string {
 		}
 	}
 	return "1"
+}
+
+// dataDir is where the vmstorage process of Pod p keeps its data: inside
+// the provisioner's directory of the Pod's claim, or for a Pod without one
+// VMStorageRoot()/_emptydir/<namespace>/<pod>.
+func (b *vmstorageBacker) dataDir(ctx context.Context, p *corev1.Pod) (string, error) {
+	vol, sub := storageDataVolume(p)
+	claim := claimName(p, vol)
+	if claim == "" {
+		return filepath.Join(b.dataRoot, emptyDirRoot, p.Namespace, p.Name), nil
+	}
+	pvc, err := b.cs.CoreV1().PersistentVolumeClaims(p.Namespace).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("getting its PersistentVolumeClaim: %w", err)
+	}
+	if pvc.Spec.VolumeName == "" {
+		return "", fmt.Errorf("its PersistentVolumeClaim %s is not bound yet", claim)
+	}
+	pv, err := b.cs.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("getting the PersistentVolume of claim %s: %w", claim, err)
+	}
+	if pv.Annotations[annProvisionedBy] != VolumeProvisioner || pv.Spec.HostPath == nil || !insideDir(b.dataRoot, pv.Spec.HostPath.Path) {
+		return "", fmt.Errorf("PersistentVolume %s of claim %s is not a volume of the stack's provisioner %s", pv.Name, claim, VolumeProvisioner)
+	}
+	dir := filepath.Join(pv.Spec.HostPath.Path, sub)
+	if dir != pv.Spec.HostPath.Path && !insideDir(pv.Spec.HostPath.Path, dir) {
+		return "", fmt.Errorf("data path %s of claim %s leaves its volume", dir, claim)
+	}
+	return dir, nil
+}
+
+// storageDataVolume returns the Pod volume that holds the vmstorage
+// container's -storageDataPath and the data's path inside it ("" for its
+// root); nil when no volume does (the data would be in the container's own
+// filesystem).
+func storageDataVolume(p *corev1.Pod) (*corev1.Volume, string) {
+	for _, c := range p.Spec.Containers {
+		if c.Name != "vmstorage" {
+			continue
+		}
+		path := "/vmstorage-data"
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(strings.TrimLeft(a, "-"), "storageDataPath="); ok && v != "" {
+				path = v
+			}
+		}
+		path = filepath.Clean(path)
+		var best *corev1.VolumeMount
+		for i, m := range c.VolumeMounts {
+			mp := filepath.Clean(m.MountPath)
+			if (path == mp || strings.HasPrefix(path, strings.TrimSuffix(mp, "/")+"/")) && (best == nil || len(mp) > len(filepath.Clean(best.MountPath))) {
+				best = &c.VolumeMounts[i]
+			}
+		}
+		if best == nil {
+			return nil, ""
+		}
+		rel, err := filepath.Rel(filepath.Clean(best.MountPath), path)
+		if err != nil {
+			return nil, ""
+		}
+		sub := filepath.Join(best.SubPath, rel)
+		if sub == "." {
+			sub = ""
+		}
+		for i := range p.Spec.Volumes {
+			if p.Spec.Volumes[i].Name == best.Name {
+				return &p.Spec.Volumes[i], sub
+			}
+		}
+		return nil, ""
+	}
+	return nil, ""
+}
+
+// claimName is the PersistentVolumeClaim behind a Pod volume: its claim, or
+// for a generic ephemeral volume the claim Kubernetes creates for it
+// (<pod>-<volume>); "" for any other volume.
+func claimName(p *corev1.Pod, v *corev1.Volume) string {
+	switch {
+	case v == nil:
+		return ""
+	case v.PersistentVolumeClaim != nil:
+		return v.PersistentVolumeClaim.ClaimName
+	case v.Ephemeral != nil:
+		return p.Name + "-" + v.Name
+	}
+	return ""
 }

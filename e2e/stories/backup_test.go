@@ -63,6 +63,12 @@ func storyBackup(t *testing.T) {
 			ep := p.Annotations[stack.VMStorageEndpointAnnotation]
 			g.Expect(ep).To(HavePrefix("http://127.0.0.1:"), "pod %s", p.Name)
 			g.Expect(p.Annotations[stack.VMStorageDataPathAnnotation]).To(HavePrefix(st.VMStorageRoot()+string(filepath.Separator)), "pod %s", p.Name)
+			// On a claim (the chart's default storage), in the claim's volume.
+			for _, v := range p.Spec.Volumes {
+				if v.PersistentVolumeClaim != nil {
+					g.Expect(p.Annotations[stack.VMStorageDataPathAnnotation]).To(Equal(st.VolumeDir(obs, v.PersistentVolumeClaim.ClaimName)), "pod %s", p.Name)
+				}
+			}
 			endpoints[p.Name] = ep
 		}
 	}, 2*time.Minute, time.Second).Should(Succeed())

@@ -45,6 +45,7 @@ Local stack ready in %s.
                    send it as "Authorization: Bearer <token>", see docs/auth.md)
   kubeconfig:      %s
   logs:            %s/logs/
+  volumes:         %s   (default StorageClass %s: one directory per PersistentVolumeClaim)
   simulated cloud: cluster %s in region %s (cloudProvider mock), Kubernetes 1.29,
                    node groups observability-ng and vmstorage as kwok Nodes
 
@@ -60,7 +61,7 @@ Try:
 
 docs/quickstart.md goes on from here (a blue-green upgrade of dev-cluster).
 Press Ctrl-C to stop everything; state stays in %s until make dev-clean.
-`, time.Since(start).Round(100*time.Millisecond), api, api, api, tokenPath, stack.DevServiceAccount, s.Kubeconfig, stateDir,
+`, time.Since(start).Round(100*time.Millisecond), api, api, api, tokenPath, stack.DevServiceAccount, s.Kubeconfig, stateDir, s.VMStorageRoot(), stack.StorageClassName,
 		stack.DevCluster.Name, stack.DevCluster.Region, tokenPath, api, api, api, s.Kubeconfig, stateDir)
 	<-ctx.Done()
 	fmt.Println("\nStopping ...")

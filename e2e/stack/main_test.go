@@ -1,0 +1,123 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/testenv"
+)
+
+// The integration tests of this package share one partial stack, started by
+// the first test that needs it: the control plane with the VictoriaMetrics
+// CRDs, kube-controller-manager, kube-scheduler, kwok, the volume
+// provisioner and the simulated cloud's Nodes, as Start brings them up;
+// the VictoriaMetrics operator and the vmstorage backer on request. Pure
+// tests run without it.
+var (
+	shared     *Stack
+	sharedErr  error
+	sharedOnce sync.Once
+	sharedDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		if code != 0 {
+			for _, p := range shared.Processes() {
+				fmt.Fprintf(os.Stderr, "----- %s (%s)\n%s\n", p.Name, p.LogPath, p.Log(6000))
+			}
+		}
+		shared.Stop()
+	}
+	if sharedDir != "" {
+		_ = os.RemoveAll(sharedDir)
+	}
+	os.Exit(code)
+}
+
+// controlPlane returns the shared partial stack, starting it on first use.
+func controlPlane(t *testing.T) *Stack {
+	t.Helper()
+	sharedOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		shared, sharedErr = startControlPlane(ctx)
+	})
+	if sharedErr != nil {
+		t.Fatalf("starting the control plane: %v", sharedErr)
+	}
+	return shared
+}
+
+func startControlPlane(ctx context.Context) (*Stack, error) {
+	var err error
+	if sharedDir, err = os.MkdirTemp("", "ops-stack-test-"); err != nil {
+		return nil, err
+	}
+	s := &Stack{stateDir: sharedDir, logDir: filepath.Join(sharedDir, "logs"), out: os.Stderr}
+	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
+		return nil, err
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	vmCRDs := filepath.Join(sharedDir, "vm-crds")
+	if err := vmOperatorCRDs(root, vmCRDs); err != nil {
+		return nil, err
+	}
+	if s.Env, err = testenv.Start(testenv.Options{
+		EtcdDataDir:  filepath.Join(sharedDir, "etcd"),
+		ExtraCRDDirs: []string{vmCRDs},
+		AddToScheme:  []func(*runtime.Scheme) error{opsv1.AddToScheme},
+	}); err != nil {
+		return nil, err
+	}
+	// From here on TestMain stops what was started.
+	shared = s
+	if err := s.startKubeControllers(ctx); err != nil {
+		return s, err
+	}
+	if err := s.startVolumeProvisioner(ctx); err != nil {
+		return s, err
+	}
+	if err := s.Env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return s, err
+	}
+	return s, s.seedCloud(ctx)
+}
+
+// vmWorkloads starts the VictoriaMetrics operator and the vmstorage backer
+// on the shared stack, once.
+func vmWorkloads(t *testing.T) *Stack {
+	t.Helper()
+	s := controlPlane(t)
+	vmOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if vmErr = s.startVMOperator(ctx); vmErr == nil {
+			vmErr = s.startVMStorageBacker()
+		}
+	})
+	if vmErr != nil {
+		t.Fatalf("starting the VictoriaMetrics operator and the vmstorage backer: %v", vmErr)
+	}
+	return s
+}
+
+var (
+	vmOnce sync.Once
+	vmErr  error
+)
