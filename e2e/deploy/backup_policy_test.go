@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+
+	"github.com/tidbcloud/ops-server/e2e/deploy/render"
 )
 
 // TestClusterBackupNamespacePolicy applies the chart's
@@ -60,4 +62,35 @@ func TestClusterBackupNamespacePolicy(t *testing.T) {
 	// Its own namespace, explicit or omitted, is admitted.
 	g.Expect(env.Client.Create(ctx, backup(ns))).To(Succeed())
 	g.Expect(env.Client.Create(ctx, backup(""))).To(Succeed())
+}
+
+// TestBackupFSRootsValue: the chart value backups.fsRoots reaches both
+// binaries — ops-apiserver's configuration file and ops-operator's
+// --backup-fs-roots — and is empty by default (no fs:// destination).
+func TestBackupFSRootsValue(t *testing.T) {
+	g := NewWithT(t)
+	operatorArgs := func(res *render.Result) map[string]string {
+		dep := toDeployment(t, find(t, res.Objects, "Deployment", "ops-server-operator"))
+		return flagMap(t, dep.Spec.Template.Spec.Containers[0].Args)
+	}
+	fsRoots := func(res *render.Result) any {
+		backups, _ := apiserverConfig(t, res)["backups"].(map[string]any)
+		return backups["fsRoots"]
+	}
+
+	res := renderChart(t, "ops-server", "observability", nil)
+	g.Expect(operatorArgs(res)).NotTo(HaveKey("backup-fs-roots"))
+	g.Expect(fsRoots(res)).To(BeEmpty())
+	find(t, res.Objects, "ValidatingAdmissionPolicy", "ops-server-clusterbackup-namespace")
+	find(t, res.Objects, "ValidatingAdmissionPolicyBinding", "ops-server-clusterbackup-namespace")
+
+	res = renderChart(t, "ops-server", "observability", map[string]any{"backups": map[string]any{"fsRoots": []any{"/var/lib/vm-backups", "/srv/b"}}})
+	g.Expect(operatorArgs(res)).To(HaveKeyWithValue("backup-fs-roots", "/var/lib/vm-backups,/srv/b"))
+	g.Expect(fsRoots(res)).To(Equal([]any{"/var/lib/vm-backups", "/srv/b"}))
+
+	for _, bad := range []string{"relative", "/a,b"} {
+		_, err := render.Render(render.Options{ChartDir: chartDir(), ReleaseName: "ops-server", Namespace: "observability",
+			Values: map[string]any{"backups": map[string]any{"fsRoots": []any{bad}}}})
+		g.Expect(err).To(MatchError(ContainSubstring("fsRoots")), bad)
+	}
 }
