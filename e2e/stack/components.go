@@ -121,6 +121,7 @@ func (s *Stack) StartOperator(ctx context.Context) error {
 		"--backup-runner=local",
 		"--backup-local-state-dir=" + filepath.Join(s.stateDir, "vmbackup"),
 		"--backup-local-storage-root=" + s.VMStorageRoot(),
+		"--backup-fs-roots=" + s.BackupRoot(),
 		"--vmbackup-binary=" + vmbackup,
 	}, OperatorArgs...), []string{"KUBECONFIG=" + s.Env.KubeconfigPath})
 	if err != nil {
@@ -137,6 +138,11 @@ func (s *Stack) StopOperator() {
 		s.Operator = nil
 	}
 }
+
+// BackupRoot is the one directory fs:// backups of the local stack may be
+// written under (--backup-fs-roots of both binaries), in the state
+// directory; it is also the stack's default backup destination.
+func (s *Stack) BackupRoot() string { return filepath.Join(s.stateDir, "backups") }
 
 // APIAddress is where the local stack serves the REST API.
 const APIAddress = "127.0.0.1:8080"
@@ -163,6 +169,8 @@ func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
 		fmt.Sprintf("--local-repository-listen-address=127.0.0.1:%d", repoPort),
 		"--log-format=console",
 		"--enable-mock-cloud",
+		"--backup-fs-roots=" + s.BackupRoot(),
+		"--backup-destination=fs://" + s.BackupRoot(),
 	}, s.apiServerArgs...), nil)
 	if err != nil {
 		return err

@@ -73,7 +73,11 @@ func storyBackup(t *testing.T) {
 		}
 	}, 2*time.Minute, time.Second).Should(Succeed())
 
-	dest := t.TempDir()
+	// fs:// destinations must be inside the stack's backup root.
+	g.Expect(os.MkdirAll(st.BackupRoot(), 0o755)).To(Succeed())
+	dest, err := os.MkdirTemp(st.BackupRoot(), "story-")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = os.RemoveAll(dest) })
 	backups := vmclusters + "/vmcluster/backups"
 	code, body = call(t, http.MethodPost, backups, map[string]any{"destination": map[string]any{"url": "fs://" + dest}})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)

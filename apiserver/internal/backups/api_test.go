@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -112,6 +114,15 @@ func newAPI(t *testing.T, o apiOptions) *api {
 			Namespace: ns, Chart: vmclusters.ChartSource{Name: "vmcluster", DefaultVersion: "0.1.0", URL: "http://127.0.0.1:1"},
 			Flux: config.Default().Flux,
 		},
+	}
+	if o.defaults.FSRoots == nil {
+		o.defaults.FSRoots = []string{"/backups", "/var/backups"}
+	}
+	// The Secrets the tests name, opted in to backups.
+	for _, name := range []string{"backup-credentials", "gcs-key"} {
+		NewWithT(t).Expect(env.Client.Create(context.Background(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: backupNS, Name: name, Labels: map[string]string{opsv1.BackupCredentialsLabel: "true"}},
+		})).To(Succeed())
 	}
 	svc := &backups.Service{
 		Reader: informers, Writer: env.Client, Namespace: backupNS, VMClusters: vm,
@@ -347,21 +358,59 @@ func TestNoDestinationConfigured(t *testing.T) {
 	g.Expect(a.count()).To(Equal(1))
 }
 
-func TestCredentialsNeedTheVMClusterNamespace(t *testing.T) {
+// TestOtherNamespaceRefused: a backup may only target a VMCluster in its
+// own namespace; with the backups namespace apart from the vmclusters',
+// every request is refused and nothing is created.
+func TestOtherNamespaceRefused(t *testing.T) {
 	g := NewWithT(t)
 	a := newAPI(t, apiOptions{defaults: s3Defaults, separateBackupNamespace: true})
 	a.vmcluster("vmcluster")
-	code, body := a.do(http.MethodPost, a.path("vmcluster"), "", nil)
-	g.Expect(code).To(Equal(http.StatusBadRequest), string(body))
-	_, v := parseError(t, body)
-	g.Expect(v).To(HaveKeyWithValue("destination.credentials_secret", ContainSubstring("VMCluster's namespace "+a.ns)))
+	for _, body := range []string{"", `{"destination":{"credentials_secret":""}}`} {
+		code, resp := a.do(http.MethodPost, a.path("vmcluster"), body, nil)
+		g.Expect(code).To(Equal(http.StatusBadRequest), string(resp))
+		reason, _ := parseError(t, resp)
+		g.Expect(reason).To(Equal(backups.ReasonOtherNamespace))
+		g.Expect(string(resp)).To(ContainSubstring("a backup may only target a vmcluster in its own namespace"))
+	}
 	g.Expect(a.count()).To(BeZero())
-
-	b := a.create("vmcluster", `{"destination":{"credentials_secret":""}}`)
-	obj := a.object(shortName(b))
-	g.Expect(obj.Spec.Destination.CredentialsSecretRef).To(BeNil())
-	g.Expect(obj.Spec.VMCluster).To(Equal(opsv1.VMClusterReference{Namespace: a.ns, Name: "vmcluster"}), "the VMCluster in the vmclusters' namespace")
 }
+
+// TestFSRootsAndSecretLabel: an fs:// destination outside the configured
+// roots, or a credentials Secret without the opt-in label, is a 400 on
+// the field; an unlabelled Secret gets the answer of a missing one.
+func TestFSRootsAndSecretLabel(t *testing.T) {
+	g := NewWithT(t)
+	a := newAPI(t, apiOptions{defaults: s3Defaults})
+	a.vmcluster("vmcluster")
+	g.Expect(env.Client.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.backupNS, Name: "plain"}})).To(Succeed())
+
+	post := func(body string) (int, string, map[string]string) {
+		code, resp := a.do(http.MethodPost, a.path("vmcluster"), body, nil)
+		reason, v := parseError(t, resp)
+		return code, reason, v
+	}
+	code, _, v := post(`{"destination":{"url":"fs:///etc"}}`)
+	g.Expect(code).To(Equal(http.StatusBadRequest))
+	g.Expect(v).To(HaveKeyWithValue("destination.url", "an fs:// destination must be inside one of the backup fs roots the administrator allowed: /backups, /var/backups"))
+	code, _, v = post(`{"destination":{"url":"fs:///backups/../etc"}}`)
+	g.Expect(code).To(Equal(http.StatusBadRequest))
+	g.Expect(v).To(HaveKey("destination.url"))
+
+	unlabelledCode, unlabelledResp := a.do(http.MethodPost, a.path("vmcluster"), `{"destination":{"credentials_secret":"plain"}}`, nil)
+	g.Expect(unlabelledCode).To(Equal(http.StatusBadRequest))
+	_, v = parseError(t, unlabelledResp)
+	g.Expect(v).To(HaveKeyWithValue("destination.credentials_secret", ContainSubstring(`not found in namespace `+a.backupNS+`, or not labelled `+opsv1.BackupCredentialsLabel+`="true"`)))
+	g.Expect(env.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: a.backupNS, Name: "plain"}})).To(Succeed())
+	missingCode, missingResp := a.do(http.MethodPost, a.path("vmcluster"), `{"destination":{"credentials_secret":"plain"}}`, nil)
+	g.Expect(missingCode).To(Equal(unlabelledCode))
+	g.Expect(withoutRequestID(missingResp)).To(Equal(withoutRequestID(unlabelledResp)), "an unlabelled Secret answers like a missing one")
+	g.Expect(a.count()).To(BeZero())
+}
+
+var requestIDRE = regexp.MustCompile(`"requestId":"[^"]*"`)
+
+// withoutRequestID is an error body without its (per request) request id.
+func withoutRequestID(body []byte) string { return requestIDRE.ReplaceAllString(string(body), "") }
 
 func TestNotFound(t *testing.T) {
 	g := NewWithT(t)

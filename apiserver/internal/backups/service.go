@@ -31,6 +31,10 @@ const FieldManager = "ops-server"
 const (
 	ReasonNotFound          = "BACKUP_NOT_FOUND"
 	ReasonVMClusterDeleting = "VMCLUSTER_DELETING"
+	// ReasonOtherNamespace: the vmcluster's VMCluster is not in the
+	// backups namespace, and a ClusterBackup may only back up a VMCluster
+	// in its own namespace.
+	ReasonOtherNamespace = "VMCLUSTER_IN_OTHER_NAMESPACE"
 )
 
 // VMClusters resolves a vmcluster id (UID or name) the way the vmclusters
@@ -83,9 +87,9 @@ func (s *Service) target(ctx context.Context, vmclusterID string) (target, error
 
 // destination applies the server's defaults to the request's destination
 // and checks what the request alone could not: that there is a
-// destination, and that a credentials Secret can be read by the upload
-// Jobs, which run in the VMCluster's namespace.
-func (s *Service) destination(t target, req *Request) (Destination, error) {
+// destination, that an fs:// one is inside the allowed roots, and that a
+// credentials Secret exists with the opt-in label.
+func (s *Service) destination(ctx context.Context, req *Request) (Destination, error) {
 	var d Destination
 	rd := req.Destination
 	if rd == nil {
@@ -99,6 +103,9 @@ func (s *Service) destination(t target, req *Request) (Destination, error) {
 		return d, apierror.InvalidArgument("the backup request has no destination",
 			apierror.Violation("destination.url", "is required: this server has no default backup destination (backups.destination, --backup-destination); pass one, e.g. s3://<bucket>/<path>"))
 	}
+	if msg := opsv1.FSDestinationProblem(d.URL, s.Defaults.FSRoots); msg != "" {
+		return d, apierror.InvalidArgument("the backup request is invalid", apierror.Violation("destination.url", "%s", msg))
+	}
 	fs := config.IsFSBackupDestination(d.URL)
 	switch {
 	case rd.CredentialsSecret != nil:
@@ -111,13 +118,42 @@ func (s *Service) destination(t target, req *Request) (Destination, error) {
 		// The default credentials go with object stores only.
 		d.CredentialsSecret, d.CredentialsSecretKey = s.Defaults.CredentialsSecret, s.Defaults.CredentialsSecretKey
 	}
-	if d.CredentialsSecret != "" && t.Namespace != s.Namespace {
-		return d, apierror.InvalidArgument("the backup cannot use a credentials Secret",
-			apierror.Violation("destination.credentials_secret",
-				"the upload Jobs run in the VMCluster's namespace %s and read the Secret from there, but backups are created in %s (backups.namespace); "+
-					"set credentials_secret to \"\" to use the ambient identity", t.Namespace, s.Namespace))
+	if d.CredentialsSecret != "" {
+		if err := s.checkSecret(ctx, "destination.credentials_secret", d.CredentialsSecret); err != nil {
+			return d, err
+		}
 	}
 	return d, nil
+}
+
+// checkSecret checks that a Secret of the backups namespace may be named by
+// a backup: it exists and carries opsv1.BackupCredentialsLabel. An
+// unlabelled Secret gets the very answer of a missing one (a 400 on field),
+// so the API tells nothing about Secrets that were not opted in. It is
+// read from the API server: the apiserver caches no Secret.
+func (s *Service) checkSecret(ctx context.Context, field, name string) error {
+	sec := &corev1.Secret{}
+	err := s.Writer.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, sec)
+	switch {
+	case apierrors.IsNotFound(err) || err == nil && !opsv1.IsBackupCredentials(sec.Labels):
+		return apierror.InvalidArgument("the backup cannot use the Secret",
+			apierror.Violation(field, "Secret %q not found in namespace %s, or not labelled %s=%q", name, s.Namespace, opsv1.BackupCredentialsLabel, opsv1.BackupCredentialsLabelValue))
+	case err != nil:
+		return apierror.FromKubernetes(err)
+	}
+	return nil
+}
+
+// sameNamespace refuses a vmcluster whose VMCluster is outside the backups
+// namespace: a ClusterBackup may only back up a VMCluster in its own
+// namespace (the operator and the chart's admission policy refuse the
+// others), so the REST API never creates one.
+func (s *Service) sameNamespace(t target) error {
+	if t.Namespace != s.Namespace {
+		return apierror.FailedPrecondition(ReasonOtherNamespace,
+			"vmcluster %q runs in namespace %s, but backups are created in %s (backups.namespace): a backup may only target a vmcluster in its own namespace", t.Name, t.Namespace, s.Namespace)
+	}
+	return nil
 }
 
 // Create creates a backup of a vmcluster. With an idempotency key the
@@ -129,7 +165,10 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 	if err != nil {
 		return Backup{}, false, err
 	}
-	dest, err := s.destination(t, req)
+	if err := s.sameNamespace(t); err != nil {
+		return Backup{}, false, err
+	}
+	dest, err := s.destination(ctx, req)
 	if err != nil {
 		return Backup{}, false, err
 	}

@@ -25,6 +25,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
 // Source types of the chart.
@@ -262,6 +264,10 @@ type BackupsConfig struct {
 	// credentials file; empty: every key of the Secret is an environment
 	// variable of vmbackup.
 	CredentialsSecretKey string `json:"credentialsSecretKey"`
+	// FSRoots are the absolute directories an fs:// destination must be
+	// inside (the same list as ops-operator's --backup-fs-roots); empty:
+	// fs:// destinations are refused.
+	FSRoots []string `json:"fsRoots"`
 }
 
 // Backup destination URL schemes (vmbackup's -dst).
@@ -328,8 +334,12 @@ func (c BackupsConfig) validate() []error {
 	for _, msg := range validation.IsDNS1123Label(c.Namespace) {
 		add("backups.namespace %q: %s", c.Namespace, msg)
 	}
-	if c.Destination != "" {
+	if _, err := opsv1.CleanFSRoots(c.FSRoots); err != nil {
+		add("backups.fsRoots: %v", err)
+	} else if c.Destination != "" {
 		if msg := BackupDestinationProblem(c.Destination); msg != "" {
+			add("backups.destination: %s", msg)
+		} else if msg := opsv1.FSDestinationProblem(c.Destination, c.FSRoots); msg != "" {
 			add("backups.destination: %s", msg)
 		}
 	}
@@ -400,6 +410,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Backups.Namespace, "backup-namespace", c.Backups.Namespace, "Namespace of the ClusterBackup objects.")
 	fs.StringVar(&c.Backups.Destination, "backup-destination", c.Backups.Destination, "Destination URL (s3://, gs://, azblob:// or fs://) of a backup whose request names none; empty: every request must.")
 	fs.StringVar(&c.Backups.CredentialsSecret, "backup-credentials-secret", c.Backups.CredentialsSecret, "Secret (in --backup-namespace) with the object store credentials of a backup whose request names none; empty: the ambient identity.")
+	fs.StringSliceVar(&c.Backups.FSRoots, "backup-fs-roots", c.Backups.FSRoots, "Comma-separated absolute directories an fs:// backup destination must be inside (give ops-operator the same list); empty: fs:// destinations are refused.")
 	fs.StringVar(&c.Backups.CredentialsSecretKey, "backup-credentials-secret-key", c.Backups.CredentialsSecretKey, "Key of --backup-credentials-secret holding a credentials file; empty: every key is an environment variable.")
 
 	fs.BoolVar(&c.Auth.InsecureDisableAuth, "insecure-disable-auth", c.Auth.InsecureDisableAuth, "Serve every route without authentication or authorization. Local experiments only.")

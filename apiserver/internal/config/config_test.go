@@ -108,6 +108,10 @@ func TestValidate(t *testing.T) {
 		{"empty audience", []string{"--auth-token-audiences", "ops-server,"}, "empty audience"},
 		{"negative client limit", []string{"--client-rate-limit-qps", "-1"}, "clientRateLimitQPS"},
 		{"no cache", []string{"--auth-cache-max-entries", "0"}, "cacheMaxEntries"},
+		{"relative fs root", []string{"--backup-fs-roots", "/ok,relative"}, `backups.fsRoots: backup fs root "relative": must be an absolute path`},
+		{"fs root with dot-dot", []string{"--backup-fs-roots", "/var/../etc"}, "must not contain '..'"},
+		{"fs default without roots", []string{"--backup-destination", "fs:///var/backups"}, "backups.destination: fs:// destinations are not allowed: the administrator configured no backup fs roots"},
+		{"fs default outside the roots", []string{"--backup-fs-roots", "/srv", "--backup-destination", "fs:///var/backups/../../srv2"}, "backups.destination: an fs:// destination must be inside one of the backup fs roots the administrator allowed: /srv"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,16 +147,19 @@ backups:
   destination: s3://o11y-backups/prod
   credentialsSecret: from-file
   credentialsSecretKey: credentials
+  fsRoots: [/var/backups, /srv/vm]
 `), 0o600)).To(Succeed())
 	cfg, err = config.Load("test", []string{"--config", file, "--backup-credentials-secret", "from-flag"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cfg.Backups).To(Equal(config.BackupsConfig{
 		Namespace: "backups", Destination: "s3://o11y-backups/prod", CredentialsSecret: "from-flag", CredentialsSecretKey: "credentials",
+		FSRoots: []string{"/var/backups", "/srv/vm"},
 	}))
 
-	cfg, err = config.Load("test", []string{"--backup-destination", "fs:///var/backups"})
+	cfg, err = config.Load("test", []string{"--backup-fs-roots", "/var/backups,/srv/vm", "--backup-destination", "fs:///var/backups/vm"})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(cfg.Backups.Destination).To(Equal("fs:///var/backups"))
+	g.Expect(cfg.Backups.Destination).To(Equal("fs:///var/backups/vm"))
+	g.Expect(cfg.Backups.FSRoots).To(Equal([]string{"/var/backups", "/srv/vm"}))
 }
 
 func TestBackupDestinationProblem(t *testing.T) {

@@ -123,6 +123,7 @@ func start(t *testing.T) *fixture {
 	cfg.Upgrades.MockNamespace = mockNS
 	cfg.Backups.Namespace = ns
 	cfg.Backups.Destination = "fs:///var/backups/vm"
+	cfg.Backups.FSRoots = []string{"/var/backups"}
 	root, err := testenv.RepoRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	cfg.Chart.LocalDir = filepath.Join(root, "deploy", "charts", "vmcluster")

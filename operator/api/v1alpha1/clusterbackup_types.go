@@ -77,14 +77,19 @@ type ClusterBackupSpec struct {
 
 	// SnapshotAuthKeySecretRef is the Secret holding vmstorage's
 	// -snapshotAuthKey, when vmstorage runs with one; its key defaults to
-	// authKey. Omitted: the snapshot API is called without authKey.
+	// authKey. Omitted: the snapshot API is called without authKey. The
+	// Secret must be labelled
+	// ops.observability.tidbcloud.com/backup-credentials: "true".
 	// +optional
 	SnapshotAuthKeySecretRef *SecretKeyReference `json:"snapshotAuthKeySecretRef,omitempty"`
 }
 
 // VMClusterReference names a VMCluster (operator.victoriametrics.com/v1beta1).
 type VMClusterReference struct {
-	// Namespace of the VMCluster. Omitted: the ClusterBackup's namespace.
+	// Namespace of the VMCluster. Omitted: the ClusterBackup's namespace,
+	// the only one allowed (the chart's ValidatingAdmissionPolicy refuses
+	// another at admission; ops-operator fails such a backup with reason
+	// InvalidSpec).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -107,7 +112,9 @@ type BackupDestination struct {
 	// URL is the backup location, as vmbackup's -dst takes it:
 	// s3://<bucket>[/<path>], gs://<bucket>[/<path>],
 	// azblob://<container>[/<path>] or fs:///<absolute path>. No query string
-	// or fragment; credentials never go in the URL.
+	// or fragment; credentials never go in the URL. An fs:// path, cleaned,
+	// must be inside one of ops-operator's --backup-fs-roots (none by
+	// default).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
@@ -124,7 +131,9 @@ type BackupDestination struct {
 	// key, every key of the Secret is passed to vmbackup as an environment
 	// variable (e.g. AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or
 	// AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY). Omitted: the
-	// ambient identity (IRSA, workload identity). Not used with fs://.
+	// ambient identity (IRSA, workload identity). Not used with fs://. The
+	// Secret must be labelled
+	// ops.observability.tidbcloud.com/backup-credentials: "true".
 	// +optional
 	CredentialsSecretRef *SecretKeyReference `json:"credentialsSecretRef,omitempty"`
 }

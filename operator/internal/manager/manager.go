@@ -106,6 +106,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Backup.Job.ServiceAccountName, "vmbackup-service-account", o.Backup.Job.ServiceAccountName, "Service account of the vmbackup Jobs, e.g. one bound to a cloud identity (default: the namespace's default).")
 	fs.Int32Var(&o.Backup.Job.BackoffLimit, "vmbackup-backoff-limit", o.Backup.Job.BackoffLimit, "Retries of a failed vmbackup Job (a retry resumes the upload).")
 	fs.DurationVar(&o.Backup.Job.ActiveDeadline, "vmbackup-active-deadline", o.Backup.Job.ActiveDeadline, "Longest run time of a vmbackup Job (0: unbounded).")
+	fs.StringSliceVar(&o.Backup.FSRoots, "backup-fs-roots", o.Backup.FSRoots, "Comma-separated absolute directories an fs:// ClusterBackup destination must be inside (a hostPath on the vmstorage nodes); empty: fs:// destinations are refused. Give ops-apiserver the same list.")
 	fs.StringVar(&o.BackupRunner, "backup-runner", o.BackupRunner, "How vmbackup runs: \"job\" (a Job on the replica's node) or \"local\" (a local process against a local vmstorage named by Pod annotations; for the local stack only, never in production).")
 	fs.StringVar(&o.BackupLocal.StateDir, "backup-local-state-dir", o.BackupLocal.StateDir, "With --backup-runner=local: directory of the local vmbackup runs' logs and exit status.")
 	fs.StringVar(&o.BackupLocal.StorageRoot, "backup-local-storage-root", o.BackupLocal.StorageRoot, "With --backup-runner=local: every vmstorage data directory a Pod annotation names must be inside this directory.")
@@ -130,6 +131,11 @@ func Scheme() *runtime.Scheme {
 // be nil: then it is built from the options (the cloud configuration file
 // and, when enabled, the simulated cloud).
 func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, error) {
+	roots, err := opsv1.CleanFSRoots(o.Backup.FSRoots)
+	if err != nil {
+		return nil, fmt.Errorf("--backup-fs-roots: %w", err)
+	}
+	o.Backup.FSRoots = roots
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	recoverPanic, skipName := true, o.SkipControllerNameValidation

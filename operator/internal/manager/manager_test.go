@@ -26,6 +26,16 @@ func TestBackupRunnerFlags(t *testing.T) {
 	g.Expect(o.BackupLocal).To(Equal(backup.LocalModeOptions{StateDir: "/s/runner", StorageRoot: "/s/vmstorage", VMBackupBinary: "/bin/vmbackup"}))
 }
 
+func TestBackupFSRootsFlag(t *testing.T) {
+	g := NewWithT(t)
+	o := DefaultOptions()
+	g.Expect(o.Backup.FSRoots).To(BeEmpty(), "no fs:// root by default")
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	g.Expect(fs.Parse([]string{"--backup-fs-roots=/var/backups,/srv/b"})).To(Succeed())
+	g.Expect(o.Backup.FSRoots).To(Equal([]string{"/var/backups", "/srv/b"}))
+}
+
 // TestNewBackupRunner builds the manager (nothing is called on the API
 // server before it starts) with each --backup-runner setting.
 func TestNewBackupRunner(t *testing.T) {

@@ -14,6 +14,12 @@
 // never in the URL: the key cannot leak through a URL in an error, a log
 // line or a proxy's access log. Every response is read through a size
 // limit, and no error message carries the key or a query string.
+//
+// The client follows no redirect: a vmstorage never answers with one, and
+// following it would send the form, the auth key included, to wherever the
+// answer points (and let a pod that answers on the vmstorage port steer the
+// operator's requests anywhere its network reaches). A redirect is an
+// error naming its status.
 package vmsnapshot
 
 import (
@@ -112,7 +118,8 @@ type Client struct {
 
 // New returns a client of the vmstorage at baseURL (http or https, e.g.
 // http://10.0.0.12:8482; a path prefix is kept). authKey is vmstorage's
-// -snapshotAuthKey, empty when it has none. hc may be nil.
+// -snapshotAuthKey, empty when it has none. hc may be nil; the client uses
+// a copy of it that follows no redirect, whatever hc's CheckRedirect says.
 func New(baseURL, authKey string, hc *http.Client) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil {
@@ -124,10 +131,12 @@ func New(baseURL, authKey string, hc *http.Client) (*Client, error) {
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("vmstorage endpoint %q: credentials, query or fragment not allowed", Redact(baseURL))
 	}
-	if hc == nil {
-		hc = &http.Client{}
+	noRedirects := http.Client{}
+	if hc != nil {
+		noRedirects = *hc
 	}
-	return &Client{base: u, authKey: authKey, hc: hc}, nil
+	noRedirects.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Client{base: u, authKey: authKey, hc: &noRedirects}, nil
 }
 
 // Endpoint is the base URL the client calls.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -241,4 +242,43 @@ func TestRedact(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(Redact("http://u:p@h:1/x?authKey=k#f")).To(Equal("http://h:1/x"))
 	g.Expect(Redact("s3://bucket/path")).To(Equal("s3://bucket/path"))
+}
+
+// TestClientFollowsNoRedirect: a vmstorage endpoint answering with a
+// redirect gets an error, and the server the redirect points at is never
+// called (it would receive the auth key), whatever http.Client is passed.
+func TestClientFollowsNoRedirect(t *testing.T) {
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		for _, hc := range []*http.Client{nil, {}, {CheckRedirect: func(*http.Request, []*http.Request) error { return nil }}} {
+			t.Run(fmt.Sprintf("%d/client %v", code, hc != nil), func(t *testing.T) {
+				g := NewWithT(t)
+				var mu sync.Mutex
+				hits := 0
+				second := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					hits++
+					mu.Unlock()
+					fmt.Fprint(w, `{"status":"ok","snapshot":"20261201041006-0000000000000001","snapshots":[]}`)
+				}))
+				defer second.Close()
+				first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					http.Redirect(w, r, second.URL+r.URL.Path, code)
+				}))
+				defer first.Close()
+
+				c, err := New(first.URL, key, hc)
+				g.Expect(err).NotTo(HaveOccurred())
+				_, err = c.Create(context.Background())
+				g.Expect(err).To(HaveOccurred())
+				g.Expect(err.Error()).To(ContainSubstring(strconv.Itoa(code)))
+				g.Expect(err.Error()).NotTo(ContainSubstring("s3cr3t"))
+				_, err = c.List(context.Background())
+				g.Expect(err).To(HaveOccurred())
+				g.Expect(c.Delete(context.Background(), "20261201041006-0000000000000001")).To(HaveOccurred())
+				mu.Lock()
+				defer mu.Unlock()
+				g.Expect(hits).To(BeZero(), "the redirect target was called")
+			})
+		}
+	}
 }

@@ -160,7 +160,7 @@ func TestJobRunner(t *testing.T) {
 	nodes := startVMStorages(t, 2)
 	f := newFixture(t, nodes)
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "backup-credentials"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "backup-credentials", Labels: map[string]string{opsv1.BackupCredentialsLabel: "true"}},
 		StringData: map[string]string{"credentials": "[default]\naws_access_key_id = AKIAEXAMPLE\naws_secret_access_key = secret\n"},
 	}
 	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())

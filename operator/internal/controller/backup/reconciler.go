@@ -105,8 +105,14 @@ type Options struct {
 	// Resolver maps a vmstorage pod to its HTTP endpoint; nil:
 	// PodIPResolver.
 	Resolver Resolver
-	// HTTPClient calls vmstorage; nil: a client without keep-alives.
+	// HTTPClient calls vmstorage; nil: a client without keep-alives. It
+	// follows no redirect (package vmsnapshot).
 	HTTPClient *http.Client
+
+	// FSRoots are the directories (absolute, cleaned: see
+	// opsv1.CleanFSRoots) an fs:// destination must be inside
+	// (--backup-fs-roots); none: fs:// destinations are refused.
+	FSRoots []string
 }
 
 // DefaultOptions are the production defaults.
@@ -214,6 +220,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		}
 	}()
 
+	if len(b.Status.Replicas) == 0 {
+		// Validate before anything is touched (preflight.go).
+		problem, err := r.preflight(ctx, b)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if problem != "" {
+			r.failBackup(b, opsv1.InvalidSpecReason, problem)
+			return reconcile.Result{}, nil
+		}
+	}
 	w, err := r.observe(ctx, b)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -311,12 +328,12 @@ func (r *Reconciler) authKey(ctx context.Context, b *opsv1.ClusterBackup) (strin
 	if key == "" {
 		key = opsv1.DefaultSnapshotAuthKeySecretKey
 	}
-	sec := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: ref.Name}, sec); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", Permanent(fmt.Errorf("snapshot auth key: Secret %s/%s not found", b.Namespace, ref.Name))
+	sec, err := r.backupSecret(ctx, b.Namespace, ref.Name)
+	if err != nil {
+		if IsPermanent(err) {
+			return "", Permanent(fmt.Errorf("snapshot auth key: %w", err))
 		}
-		return "", fmt.Errorf("snapshot auth key: getting Secret %s/%s: %w", b.Namespace, ref.Name, err)
+		return "", fmt.Errorf("snapshot auth key: %w", err)
 	}
 	v, ok := sec.Data[key]
 	if !ok || len(v) == 0 {

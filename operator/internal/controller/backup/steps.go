@@ -131,11 +131,6 @@ func olderThan(a, b *opsv1.ClusterBackup) bool {
 func (r *Reconciler) plan(ctx context.Context, s *scope) error {
 	b := s.b
 	ns, name := b.VMClusterKey()
-	if b.Spec.Destination.CredentialsSecretRef != nil && ns != b.Namespace {
-		r.failBackup(b, opsv1.InvalidSpecReason, fmt.Sprintf(
-			"destination.credentialsSecretRef needs the ClusterBackup in the VMCluster's namespace %s: the upload Jobs run there and read the Secret from there", ns))
-		return nil
-	}
 	names := make([]string, 0, len(s.w.pods))
 	for n := range s.w.pods {
 		names = append(names, n)
@@ -335,6 +330,12 @@ func (r *Reconciler) startUpload(ctx context.Context, s *scope, rep *opsv1.Repli
 	if err := r.Client.List(ctx, others, client.InNamespace(b.Namespace)); err != nil {
 		return fmt.Errorf("listing ClusterBackups for the previous backup: %w", err)
 	}
+	if c := b.Spec.Destination.CredentialsSecretRef; c != nil {
+		// The Job mounts the Secret: check the opt-in label right before.
+		if _, err := r.backupSecret(ctx, b.Namespace, c.Name); err != nil {
+			return fmt.Errorf("credentials: %w", err)
+		}
+	}
 	u := Upload{
 		UploadRef: ref, Backup: b, Pod: pod, SnapshotName: rep.SnapshotName,
 		Destination: rep.Destination, Origin: chooseOrigin(b, rep.Pod, others.Items),
@@ -528,6 +529,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *opsv1.ClusterBackup
 // says so.
 func (r *Reconciler) deleteData(ctx context.Context, b *opsv1.ClusterBackup) {
 	_, isFS := fsPath(b.Spec.Destination.URL)
+	if isFS {
+		if msg := opsv1.FSDestinationProblem(b.Spec.Destination.URL, r.Options.FSRoots); msg != "" {
+			r.event(b, corev1.EventTypeWarning, "DataRetained", "deletionPolicy Delete: the data under %s was kept: %s", b.Spec.Destination.URL, msg)
+			return
+		}
+	}
 	if !isFS || !sharesFilesystem(r.Options.Runner) {
 		r.event(b, corev1.EventTypeWarning, "DataRetained",
 			"deletionPolicy Delete: removing backups from %s is not supported by ops-operator yet; the data under %s was kept",

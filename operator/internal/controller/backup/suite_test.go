@@ -249,6 +249,9 @@ func startOperator(t *testing.T, f *fixture, runner backup.Runner, mutate func(*
 	o.Backup.SnapshotCallTimeout = 10 * time.Second
 	o.Backup.Runner = runner
 	o.Backup.Resolver = f.resolve
+	// The tests write their fs:// backups under t.TempDir(); /backups is
+	// the destination of tests that never upload.
+	o.Backup.FSRoots = []string{os.TempDir(), "/backups"}
 	if mutate != nil {
 		mutate(&o)
 	}
