@@ -180,6 +180,8 @@ func New(ctx context.Context, opts Options) (*App, error) {
 			CacheWait: 5 * time.Second,
 		},
 		Translator: vmclusters.Translator{Namespace: cfg.Namespace, Chart: source, Flux: cfg.Flux, Endpoints: endpoints},
+		Work: &vmclusters.KubeWork{Reader: a.cache,
+			BackupNamespaces: []string{cfg.Namespace, cfg.Backups.Namespace}, UpgradeNamespaces: []string{cfg.Upgrades.Namespace}},
 	}
 	bk := &backups.Service{
 		Reader: a.cache, Writer: kube, Namespace: cfg.Backups.Namespace, VMClusters: svc,
@@ -335,9 +337,11 @@ func (a *App) chartSource(c config.ChartConfig) (vmclusters.ChartSource, error) 
 		return src, fmt.Errorf("no chart %q in %s", c.Name, c.LocalDir)
 	}
 	src.DefaultVersion = best.Original()
+	src.Defaults = map[string]map[string]any{}
 	for _, ch := range charts {
 		if ch.Name == c.Name {
 			src.Versions = append(src.Versions, ch.Version)
+			src.Defaults[ch.Version] = ch.Values
 		}
 	}
 

@@ -44,6 +44,20 @@ type ChartSource struct {
 	// Versions are the versions known to exist (the packaged local
 	// charts); empty when the repository is remote and cannot be asked.
 	Versions []string
+	// Defaults are the default values (values.yaml) of the known chart
+	// versions, by version; the data-loss guards of PUT compare values
+	// over them.
+	Defaults map[string]map[string]any
+}
+
+// DefaultsFor returns the default values of a chart version: the chart's
+// own when known, else FallbackDefaults (the baked-in chart's). The map is
+// shared: callers never modify it.
+func (c ChartSource) DefaultsFor(version string) map[string]any {
+	if d, ok := c.Defaults[version]; ok && d != nil {
+		return d
+	}
+	return FallbackDefaults()
 }
 
 // CheckVersion returns the problem of a requested chart version against
@@ -207,15 +221,21 @@ type jsonPatchOp struct {
 }
 
 // UpdatePatch is the JSON patch of a PUT: it checks the UID (the object
-// was not recreated meanwhile), replaces spec.values as a whole (a merge
-// patch would merge maps), changes the chart version when asked, and
-// asks Flux to reconcile now. It touches nothing else, so it never fights
-// the Flux controllers over status or finalizers.
+// was not recreated meanwhile), carries the resourceVersion of hr (so the
+// API server refuses it with a Conflict if hr is not the current object:
+// the etag and data-loss checks made on hr hold for the write), replaces
+// spec.values as a whole (a merge patch would merge maps), changes the
+// chart version when asked, and asks Flux to reconcile now. It touches
+// nothing else, so it never fights the Flux controllers over status or
+// finalizers.
 func (t Translator) UpdatePatch(hr *helmv2.HelmRelease, values []byte, version string, now time.Time) ([]byte, error) {
 	ops := []jsonPatchOp{
 		{Op: "test", Path: "/metadata/uid", Value: string(hr.UID)},
-		{Op: "add", Path: "/spec/values", Value: json.RawMessage(values)},
 	}
+	if hr.ResourceVersion != "" {
+		ops = append(ops, jsonPatchOp{Op: "replace", Path: "/metadata/resourceVersion", Value: hr.ResourceVersion})
+	}
+	ops = append(ops, jsonPatchOp{Op: "add", Path: "/spec/values", Value: json.RawMessage(values)})
 	if version != "" && (hr.Spec.Chart == nil || version != hr.Spec.Chart.Spec.Version) {
 		ops = append(ops, jsonPatchOp{Op: "replace", Path: "/spec/chart/spec/version", Value: version})
 	}
@@ -248,6 +268,7 @@ func (t Translator) View(hr *helmv2.HelmRelease, full bool) VMCluster {
 		StatusReason:  st.Reason,
 		StatusMessage: st.Message,
 		Endpoints:     map[string]string{},
+		ETag:          ETagOf(hr),
 		HelmReleaseInfo: HelmReleaseInfo{
 			ReleaseName:      hr.GetReleaseName(),
 			ReleaseNamespace: hr.GetReleaseNamespace(),
