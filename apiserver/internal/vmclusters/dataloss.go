@@ -38,6 +38,10 @@ import (
 // from an https or oci repository) is assumed to have the baked-in chart's
 // defaults (FallbackDefaults).
 
+// vmDefaultRetention is VictoriaMetrics' retentionPeriod when none is
+// given: one month.
+const vmDefaultRetention = "1"
+
 // ReasonDataLoss is the reason of a PUT refused by the data-loss guards.
 const ReasonDataLoss = "DATA_LOSS_NOT_ALLOWED"
 
@@ -243,9 +247,16 @@ func CheckDataLoss(old, new Effective, allow bool) []apierror.FieldViolation {
 				describe(oldClass, oldFound), describe(newClass, newFound)))
 		}
 	}
+	// Unset (a null in the request): VictoriaMetrics' own default.
 	oldRet, oldFound := old.lookup(pathRetention)
+	if !oldFound {
+		oldRet = vmDefaultRetention
+	}
 	newRet, newFound := new.lookup(pathRetention)
-	if oldFound && newFound {
+	if !newFound {
+		newRet = vmDefaultRetention
+	}
+	{
 		oh, oerr := RetentionHours(oldRet)
 		nh, nerr := RetentionHours(newRet)
 		switch {
