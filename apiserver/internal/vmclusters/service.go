@@ -243,7 +243,7 @@ func (s *Service) Update(ctx context.Context, id string, req UpdateRequest) (VMC
 		if err := s.checkUpdate(hr, req); err != nil {
 			return VMCluster{}, err
 		}
-		patch, err := s.Translator.UpdatePatch(hr, req.Values, req.Version, s.now())
+		patch, err := s.Translator.UpdatePatch(hr, req.Values, req.Version, req.AllowDataLoss, s.now())
 		if err != nil {
 			return VMCluster{}, apierror.Internal(err)
 		}
@@ -262,6 +262,11 @@ func (s *Service) Update(ctx context.Context, id string, req UpdateRequest) (VMC
 				return VMCluster{}, err
 			}
 			continue
+		case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"):
+			// The chart's data-loss policy, whose defaults are the
+			// baked-in chart's, refused what the guards above allowed.
+			return VMCluster{}, apierror.FailedPrecondition(ReasonDataLoss,
+				"the cluster's admission policy refused the change: %s", admissionMessage(err)).WithCause(err)
 		case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
 			// The JSON patch test of the UID failed (the object was
 			// recreated) or the object kept changing under us.
@@ -280,6 +285,16 @@ func (s *Service) Update(ctx context.Context, id string, req UpdateRequest) (VMC
 	gen := patched.Generation
 	s.Store.WaitForCache(ctx, hr.Name, func(c *helmv2.HelmRelease) bool { return c != nil && c.Generation >= gen })
 	return s.Translator.View(patched, true), nil
+}
+
+// admissionMessage is the policy's own message out of an admission
+// denial (the part after "denied request: "), bounded.
+func admissionMessage(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "denied request: "); i >= 0 {
+		msg = msg[i+len("denied request: "):]
+	}
+	return truncate(msg, 400)
 }
 
 // checkUpdate decides whether req may be applied to hr: not while it is

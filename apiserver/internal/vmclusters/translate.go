@@ -26,6 +26,10 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	ManagedBy      = "ops-server"
 	LabelVMCluster = "observability.tidbcloud.com/vmcluster"
+	// AnnotationAllowDataLoss acknowledges, for the chart's
+	// ValidatingAdmissionPolicy, an update of a managed HelmRelease that
+	// loses data: the update must set a new value on it.
+	AnnotationAllowDataLoss = "ops.observability.tidbcloud.com/allow-data-loss"
 )
 
 // ChartSource is where the chart of every vmcluster comes from.
@@ -228,7 +232,12 @@ type jsonPatchOp struct {
 // chart version when asked, and asks Flux to reconcile now. It touches
 // nothing else, so it never fights the Flux controllers over status or
 // finalizers.
-func (t Translator) UpdatePatch(hr *helmv2.HelmRelease, values []byte, version string, now time.Time) ([]byte, error) {
+//
+// With allowDataLoss it also sets AnnotationAllowDataLoss to the request
+// time: the chart's ValidatingAdmissionPolicy, which applies the same
+// data-loss rules to every update of a managed HelmRelease, admits a
+// change that loses data only when the update sets a new value on it.
+func (t Translator) UpdatePatch(hr *helmv2.HelmRelease, values []byte, version string, allowDataLoss bool, now time.Time) ([]byte, error) {
 	ops := []jsonPatchOp{
 		{Op: "test", Path: "/metadata/uid", Value: string(hr.UID)},
 	}
@@ -239,12 +248,18 @@ func (t Translator) UpdatePatch(hr *helmv2.HelmRelease, values []byte, version s
 	if version != "" && (hr.Spec.Chart == nil || version != hr.Spec.Chart.Spec.Version) {
 		ops = append(ops, jsonPatchOp{Op: "replace", Path: "/spec/chart/spec/version", Value: version})
 	}
+	annotations := map[string]string{meta.ReconcileRequestAnnotation: requestedAt(now)}
+	if allowDataLoss {
+		annotations[AnnotationAllowDataLoss] = requestedAt(now)
+	}
 	if hr.Annotations == nil {
-		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations",
-			Value: map[string]string{meta.ReconcileRequestAnnotation: requestedAt(now)}})
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: annotations})
 	} else {
-		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(meta.ReconcileRequestAnnotation),
-			Value: requestedAt(now)})
+		for _, k := range []string{meta.ReconcileRequestAnnotation, AnnotationAllowDataLoss} {
+			if v, ok := annotations[k]; ok {
+				ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(k), Value: v})
+			}
+		}
 	}
 	b, err := json.Marshal(ops)
 	if err != nil {
