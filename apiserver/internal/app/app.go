@@ -181,6 +181,8 @@ func New(ctx context.Context, opts Options) (*App, error) {
 			CacheWait: 5 * time.Second,
 		},
 		Translator: vmclusters.Translator{Namespace: cfg.Namespace, Chart: source, Flux: cfg.Flux, Endpoints: endpoints},
+		Work: &vmclusters.KubeWork{Reader: a.cache,
+			BackupNamespaces: []string{cfg.Namespace, cfg.Backups.Namespace}, UpgradeNamespaces: []string{cfg.Upgrades.Namespace}},
 	}
 	bk := &backups.Service{
 		Reader: a.cache, Writer: kube, Namespace: cfg.Backups.Namespace, VMClusters: svc,
@@ -356,11 +358,13 @@ func (a *App) chartSource(c config.ChartConfig) (vmclusters.ChartSource, error) 
 	}
 	src.DefaultVersion = best.Original()
 	src.Validators = map[string]vmclusters.ValuesValidator{}
+	src.Defaults = map[string]map[string]any{}
 	for _, ch := range charts {
 		if ch.Name != c.Name {
 			continue
 		}
 		src.Versions = append(src.Versions, ch.Version)
+		src.Defaults[ch.Version] = ch.Values
 		v, err := chartvalues.New(ch.Loaded())
 		if err != nil {
 			return src, fmt.Errorf("the values schema of chart %s %s: %w", ch.Name, ch.Version, err)

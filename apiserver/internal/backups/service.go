@@ -3,6 +3,7 @@ package backups
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"time"
 
@@ -237,13 +238,76 @@ func (s *Service) Get(ctx context.Context, vmclusterID, backupID string) (Backup
 }
 
 // resolve is target for reads: a vmcluster being deleted can still be
-// read.
+// read, and so can the backups of one that is gone (docs/backups.md,
+// "After the vmcluster is deleted"): then the id is taken as the
+// vmcluster's name (or, if it has the form of one, its former id) and the
+// backups are those labelled with it; a vmcluster with no backups left is
+// still not found.
 func (s *Service) resolve(ctx context.Context, vmclusterID string) (target, error) {
 	t, err := s.target(ctx, vmclusterID)
-	if e, ok := apierror.As(err); ok && e.Reason == ReasonVMClusterDeleting {
+	e, ok := apierror.As(err)
+	switch {
+	case ok && e.Reason == ReasonVMClusterDeleting:
 		return t, nil
+	case ok && e.Reason == vmclusters.ReasonNotFound:
+		gone, found, lerr := s.goneTarget(ctx, vmclusterID)
+		if lerr != nil {
+			return target{}, lerr
+		}
+		if found {
+			return gone, nil
+		}
 	}
 	return t, err
+}
+
+// goneTarget is the target of the backups of a vmcluster that no longer
+// exists, if any backup of it is left.
+func (s *Service) goneTarget(ctx context.Context, vmclusterID string) (target, bool, error) {
+	t := target{Gone: true}
+	switch {
+	case len(vmclusters.ValidateName(vmclusterID)) == 0:
+		t.Name = vmclusterID
+	case uuidRE.MatchString(vmclusterID):
+		t.ID = vmclusterID
+	default:
+		return t, false, nil
+	}
+	items, err := s.list(ctx, t)
+	if err != nil {
+		return t, false, err
+	}
+	return t, len(items) > 0, nil
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// selector selects the backups of t: by the vmcluster's id, or for a
+// vmcluster that is gone and named by name, by its name (every vmcluster
+// that ever had that name).
+func (t target) selector() map[string]string {
+	if t.Gone && t.ID == "" {
+		return map[string]string{vmclusters.LabelVMCluster: t.Name}
+	}
+	return map[string]string{LabelVMClusterID: t.ID}
+}
+
+// key identifies t in page tokens.
+func (t target) key() string {
+	if t.Gone && t.ID == "" {
+		return "name:" + t.Name
+	}
+	return t.ID
+}
+
+// owns reports whether obj is a backup of t.
+func (t target) owns(obj *opsv1.ClusterBackup) bool {
+	for k, v := range t.selector() {
+		if obj.Labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // find returns the backup named, or with the UID, id, if it belongs to
@@ -256,7 +320,7 @@ func (s *Service) find(ctx context.Context, t target, id string) (*opsv1.Cluster
 	err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: id}, obj)
 	switch {
 	case err == nil:
-		if obj.Labels[LabelVMClusterID] != t.ID {
+		if !t.owns(obj) {
 			return nil, notFound(id)
 		}
 		return obj, nil
@@ -277,7 +341,7 @@ func (s *Service) find(ctx context.Context, t target, id string) (*opsv1.Cluster
 
 func (s *Service) list(ctx context.Context, t target) ([]opsv1.ClusterBackup, error) {
 	list := &opsv1.ClusterBackupList{}
-	if err := s.Reader.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels{LabelVMClusterID: t.ID}); err != nil {
+	if err := s.Reader.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels(t.selector())); err != nil {
 		return nil, apierror.FromKubernetes(err)
 	}
 	return list.Items, nil
@@ -290,14 +354,14 @@ func (s *Service) List(ctx context.Context, vmclusterID string, req ListRequest)
 	if err != nil {
 		return ListResponse{}, err
 	}
-	if req.After != nil && req.After.VMCluster != t.ID {
+	if req.After != nil && req.After.VMCluster != t.key() {
 		return ListResponse{}, badToken()
 	}
 	items, err := s.list(ctx, t)
 	if err != nil {
 		return ListResponse{}, err
 	}
-	page, next := paginate(items, t.ID, req)
+	page, next := paginate(items, t.key(), req)
 	out := ListResponse{Backups: make([]Backup, 0, len(page)), NextPageToken: next}
 	for i := range page {
 		out.Backups = append(out.Backups, toBackup(&page[i]))

@@ -31,6 +31,9 @@ type target struct {
 	ID, Name string
 	// Namespace and Release name the VMCluster object.
 	Namespace, Release string
+	// Gone is a vmcluster that no longer exists, known by ID or by Name
+	// only, whose backups are still read.
+	Gone bool
 }
 
 func targetOf(v vmclusters.VMCluster) target {

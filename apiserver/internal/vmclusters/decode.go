@@ -54,8 +54,8 @@ func ValidateVersion(v string) string {
 // The request fields. Output-only fields are accepted (so that a body
 // read with GET can be sent back with PUT) and ignored.
 var (
-	createFields  = fieldSet("name", "values", "helm_release_info", "id", "status", "status_reason", "status_message", "endpoints", "create_time")
-	updateFields  = createFields
+	createFields  = fieldSet("name", "values", "helm_release_info", "id", "status", "status_reason", "status_message", "endpoints", "create_time", "etag")
+	updateFields  = fieldSet("name", "values", "helm_release_info", "id", "status", "status_reason", "status_message", "endpoints", "create_time", "etag", "allow_data_loss")
 	releaseFields = fieldSet("release_name", "release_namespace", "chart", "version")
 )
 
@@ -288,6 +288,11 @@ func DecodeCreate(body []byte) (CreateRequest, *apierror.Error) {
 	}
 	req.Values = d.values(false)
 	req.Version = d.version()
+	if _, ok := d.fields["allow_data_loss"]; ok {
+		// A create cannot lose data: refusing the field says so rather
+		// than ignoring an acknowledgement that means nothing here.
+		d.violate("allow_data_loss", "applies to PUT only: a create has no data to lose")
+	}
 	if d.releaseInfo != nil {
 		for _, k := range []string{"release_name", "release_namespace", "chart"} {
 			if _, ok := d.releaseInfo[k]; ok {
@@ -319,6 +324,14 @@ func DecodeUpdate(body []byte) (UpdateRequest, *apierror.Error) {
 		req.Name = &n
 	}
 	req.ID = d.stringField(d.fields, "id", "id")
+	if raw, ok := d.fields["allow_data_loss"]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &req.AllowDataLoss); err != nil {
+			d.violate("allow_data_loss", "must be a boolean")
+		}
+	}
+	if raw, ok := d.fields["etag"]; ok && !isNull(raw) {
+		req.ETag = d.stringField(d.fields, "etag", "etag")
+	}
 	if d.releaseInfo != nil {
 		req.ReleaseName = d.stringField(d.releaseInfo, "release_name", "helm_release_info.release_name")
 		req.ReleaseNamespace = d.stringField(d.releaseInfo, "release_namespace", "helm_release_info.release_namespace")

@@ -18,7 +18,8 @@ type Operations interface {
 	Get(ctx context.Context, id string) (VMCluster, error)
 	List(ctx context.Context, req ListRequest) (ListResponse, error)
 	Update(ctx context.Context, id string, req UpdateRequest) (VMCluster, error)
-	Delete(ctx context.Context, id string) (VMCluster, error)
+	// Delete deletes a vmcluster if its etag satisfies pre.
+	Delete(ctx context.Context, id string, pre Precondition) (VMCluster, error)
 }
 
 // Handler binds and validates HTTP requests and calls the service.
@@ -54,7 +55,7 @@ func (h *Handler) create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, v)
+	return respond(c, http.StatusAccepted, v)
 }
 
 func (h *Handler) list(c echo.Context) error {
@@ -77,7 +78,7 @@ func (h *Handler) get(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, v)
+	return respond(c, http.StatusOK, v)
 }
 
 func (h *Handler) update(c echo.Context) error {
@@ -89,17 +90,33 @@ func (h *Handler) update(c echo.Context) error {
 	if verr != nil {
 		return verr
 	}
+	req.Precondition, verr = ParseIfMatch(c.Request().Header.Values("If-Match"), req.ETag)
+	if verr != nil {
+		return verr
+	}
 	v, err := h.Ops.Update(c.Request().Context(), c.Param("vmclusterId"), req)
+	if err != nil {
+		return err
+	}
+	return respond(c, http.StatusAccepted, v)
+}
+
+func (h *Handler) delete(c echo.Context) error {
+	pre, verr := ParseIfMatch(c.Request().Header.Values("If-Match"), nil)
+	if verr != nil {
+		return verr
+	}
+	v, err := h.Ops.Delete(c.Request().Context(), c.Param("vmclusterId"), pre)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, v)
 }
 
-func (h *Handler) delete(c echo.Context) error {
-	v, err := h.Ops.Delete(c.Request().Context(), c.Param("vmclusterId"))
-	if err != nil {
-		return err
+// respond writes one vmcluster with its ETag header.
+func respond(c echo.Context, code int, v VMCluster) error {
+	if v.ETag != "" {
+		c.Response().Header().Set("ETag", HeaderETag(v.ETag))
 	}
-	return c.JSON(http.StatusAccepted, v)
+	return c.JSON(code, v)
 }

@@ -58,7 +58,7 @@ func (f *fakeOps) Update(_ context.Context, id string, req UpdateRequest) (VMClu
 	return VMCluster{Name: "vmclusters/" + id, ID: "u-1", Status: StatusUpdating, Endpoints: map[string]string{}, Values: req.Values}, nil
 }
 
-func (f *fakeOps) Delete(_ context.Context, id string) (VMCluster, error) {
+func (f *fakeOps) Delete(_ context.Context, id string, _ Precondition) (VMCluster, error) {
 	return VMCluster{}, notFound(id)
 }
 

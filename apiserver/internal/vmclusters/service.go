@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -38,8 +39,9 @@ type Store interface {
 	// PatchRelease applies an RFC 6902 JSON patch and updates hr from the
 	// response.
 	PatchRelease(ctx context.Context, hr *helmv2.HelmRelease, patch []byte) error
-	// DeleteRelease deletes hr (if its UID still matches).
-	DeleteRelease(ctx context.Context, hr *helmv2.HelmRelease) error
+	// DeleteRelease deletes hr (if its UID, and with checkVersion its
+	// resourceVersion, still match).
+	DeleteRelease(ctx context.Context, hr *helmv2.HelmRelease, checkVersion bool) error
 	// ApplySource creates or updates repo with server-side apply.
 	ApplySource(ctx context.Context, repo *sourcev1.HelmRepository) error
 	// DeleteSources deletes the managed HelmRepositories of a vmcluster.
@@ -54,6 +56,9 @@ type Store interface {
 type Service struct {
 	Store      Store
 	Translator Translator
+	// Work finds the backups and upgrades a DELETE must not break; nil:
+	// none are looked for.
+	Work Work
 	// Now is the clock (injected in tests).
 	Now func() time.Time
 }
@@ -219,8 +224,15 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 	return ListResponse{VMClusters: page, NextPageToken: next}, nil
 }
 
+// maxWriteAttempts bounds the retries of a PUT or DELETE whose write
+// conflicted with another writer (Flux writes status constantly).
+const maxWriteAttempts = 5
+
 // Update replaces the values of a vmcluster and optionally moves it to
-// another chart version (a Helm upgrade by Flux).
+// another chart version (a Helm upgrade by Flux). The etag precondition
+// and the data-loss guards are checked on the object the patch carries
+// the resourceVersion of, so they hold for the write; on a conflict the
+// object is read again and checked again.
 func (s *Service) Update(ctx context.Context, id string, req UpdateRequest) (VMCluster, error) {
 	hr, err := s.resolve(ctx, id)
 	if err != nil {
@@ -232,31 +244,41 @@ func (s *Service) Update(ctx context.Context, id string, req UpdateRequest) (VMC
 	if msg := s.Translator.Chart.CheckVersion(req.Version); msg != "" {
 		return VMCluster{}, apierror.InvalidArgument("the request is invalid", apierror.Violation("helm_release_info.version", "%s", msg))
 	}
-	if hr.DeletionTimestamp != nil {
-		return VMCluster{}, apierror.FailedPrecondition(ReasonDeleting, "vmcluster %q is being deleted", hr.Name)
-	}
-	if hr.Spec.Chart == nil {
-		return VMCluster{}, apierror.FailedPrecondition(ReasonNotManaged, "vmcluster %q has no chart template; it was not created by ops-server", hr.Name)
-	}
-	version := req.Version
-	if version == "" {
-		version = hr.Spec.Chart.Spec.Version
-	}
-	if vs := s.Translator.Chart.CheckValues(version, req.Values); len(vs) > 0 {
-		return VMCluster{}, invalidValues(vs)
-	}
-	patch, err := s.Translator.UpdatePatch(hr, req.Values, req.Version, s.now())
-	if err != nil {
-		return VMCluster{}, apierror.Internal(err)
-	}
-	patched := hr.DeepCopy()
-	if err := s.Store.PatchRelease(ctx, patched, patch); err != nil {
+	var patched *helmv2.HelmRelease
+	for attempt := 1; ; attempt++ {
+		if hr, err = s.checkPrecondition(ctx, hr, req.Precondition); err != nil {
+			return VMCluster{}, err
+		}
+		if err := s.checkUpdate(hr, req); err != nil {
+			return VMCluster{}, err
+		}
+		patch, err := s.Translator.UpdatePatch(hr, req.Values, req.Version, req.AllowDataLoss, s.now())
+		if err != nil {
+			return VMCluster{}, apierror.Internal(err)
+		}
+		patched = hr.DeepCopy()
+		err = s.Store.PatchRelease(ctx, patched, patch)
+		if err == nil {
+			break
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 			return VMCluster{}, notFound(id)
+		case apierrors.IsConflict(err) && attempt < maxWriteAttempts:
+			// Another writer (usually Flux, on status) changed the object
+			// since it was read: read it again and check again.
+			if hr, err = s.reread(ctx, hr, id); err != nil {
+				return VMCluster{}, err
+			}
+			continue
+		case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"):
+			// The chart's data-loss policy, whose defaults are the
+			// baked-in chart's, refused what the guards above allowed.
+			return VMCluster{}, apierror.FailedPrecondition(ReasonDataLoss,
+				"the cluster's admission policy refused the change: %s", admissionMessage(err)).WithCause(err)
 		case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
 			// The JSON patch test of the UID failed (the object was
-			// recreated) or the object changed under us.
+			// recreated) or the object kept changing under us.
 			return VMCluster{}, apierror.Aborted(apierror.ReasonConflict,
 				"vmcluster %q changed while it was being updated; retry the request", hr.Name).WithCause(err)
 		}
@@ -268,10 +290,128 @@ func (s *Service) Update(ctx context.Context, id string, req UpdateRequest) (VMC
 		return VMCluster{}, fmt.Errorf("applying the HelmRepository of %s: %w", klog.KObj(hr), err)
 	}
 	logr.FromContextOrDiscard(ctx).Info("Updated vmcluster", "helmRelease", klog.KObj(hr),
-		"generation", patched.Generation, "chartVersion", patched.Spec.Chart.Spec.Version)
+		"generation", patched.Generation, "chartVersion", patched.Spec.Chart.Spec.Version, "allowDataLoss", req.AllowDataLoss)
 	gen := patched.Generation
 	s.Store.WaitForCache(ctx, hr.Name, func(c *helmv2.HelmRelease) bool { return c != nil && c.Generation >= gen })
 	return s.Translator.View(patched, true), nil
+}
+
+// admissionMessage is the policy's own message out of an admission
+// denial (the part after "denied request: "), bounded.
+func admissionMessage(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, "denied request: "); i >= 0 {
+		msg = msg[i+len("denied request: "):]
+	}
+	return truncate(msg, 400)
+}
+
+// checkUpdate decides whether req may be applied to hr: not while it is
+// being deleted, only to a release with a chart template, and not when
+// it would lose data without allow_data_loss.
+func (s *Service) checkUpdate(hr *helmv2.HelmRelease, req UpdateRequest) error {
+	if hr.DeletionTimestamp != nil {
+		return apierror.FailedPrecondition(ReasonDeleting, "vmcluster %q is being deleted", hr.Name)
+	}
+	if hr.Spec.Chart == nil {
+		return apierror.FailedPrecondition(ReasonNotManaged, "vmcluster %q has no chart template; it was not created by ops-server", hr.Name)
+	}
+	// The chart's schema first: the data-loss guards compare valid values.
+	version := req.Version
+	if version == "" {
+		version = hr.Spec.Chart.Spec.Version
+	}
+	if vs := s.Translator.Chart.CheckValues(version, req.Values); len(vs) > 0 {
+		return invalidValues(vs)
+	}
+	var current []byte
+	if hr.Spec.Values != nil {
+		current = hr.Spec.Values.Raw
+	}
+	oldValues, err := DecodeValues(current)
+	if err != nil {
+		// Values the API server accepted but that are no JSON object:
+		// nothing to compare with, and nothing ops-server wrote.
+		return apierror.FailedPrecondition(ReasonNotManaged, "vmcluster %q has values that are not a JSON object", hr.Name)
+	}
+	newValues, err := DecodeValues(req.Values)
+	if err != nil {
+		return apierror.Internal(fmt.Errorf("decoding validated values: %w", err))
+	}
+	oldVersion, newVersion := hr.Spec.Chart.Spec.Version, req.Version
+	if newVersion == "" {
+		newVersion = oldVersion
+	}
+	violations := CheckDataLoss(
+		Effective{Values: oldValues, Defaults: s.Translator.Chart.DefaultsFor(oldVersion)},
+		Effective{Values: newValues, Defaults: s.Translator.Chart.DefaultsFor(newVersion)},
+		req.AllowDataLoss)
+	if len(violations) > 0 {
+		return apierror.InvalidArgument("the change would lose data or cannot be carried out on the existing volumes", violations...).
+			WithReason(ReasonDataLoss)
+	}
+	return nil
+}
+
+// checkPrecondition checks the request's etag against hr, read from the
+// cache; on a mismatch it reads the live object before answering 412, so
+// a cache a moment behind a client that just wrote is not a failure. It
+// returns the object the check passed on.
+func (s *Service) checkPrecondition(ctx context.Context, hr *helmv2.HelmRelease, pre Precondition) (*helmv2.HelmRelease, error) {
+	if pre.Matches(ETagOf(hr)) {
+		return hr, nil
+	}
+	live, err := s.reread(ctx, hr, hr.Name)
+	if err != nil {
+		return nil, err
+	}
+	if !pre.Matches(ETagOf(live)) {
+		return nil, preconditionFailed(hr.Name, ETagOf(live))
+	}
+	return live, nil
+}
+
+// reread reads hr again from the API server; a vmcluster deleted or
+// recreated meanwhile is not found.
+func (s *Service) reread(ctx context.Context, hr *helmv2.HelmRelease, id string) (*helmv2.HelmRelease, error) {
+	live, err := s.Store.GetLive(ctx, hr.Name)
+	if apierrors.IsNotFound(err) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading HelmRelease %s: %w", klog.KObj(hr), err)
+	}
+	if live.UID != hr.UID || !IsManaged(live) {
+		return nil, notFound(id)
+	}
+	return live, nil
+}
+
+// checkNotInUse refuses to delete a vmcluster whose VMCluster (named
+// after the release, in the release namespace) a backup or a vmstorage
+// rollout is working on.
+func (s *Service) checkNotInUse(ctx context.Context, hr *helmv2.HelmRelease) error {
+	if s.Work == nil {
+		return nil
+	}
+	blockers, err := s.Work.Blockers(ctx, hr.GetReleaseNamespace(), hr.GetReleaseName())
+	if err != nil {
+		return fmt.Errorf("looking for work in progress on vmcluster %s: %w", hr.Name, err)
+	}
+	if len(blockers) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(blockers))
+	for _, b := range blockers {
+		names = append(names, b.String())
+	}
+	first := blockers[0]
+	return apierror.Aborted(ReasonInUse,
+		"vmcluster %q cannot be deleted while work on it is in progress: %s; wait until it is finished or cancel it, then retry",
+		hr.Name, strings.Join(names, ", ")).
+		WithMetadata("blockerKind", first.Kind).
+		WithMetadata("blockerNamespace", first.Namespace).
+		WithMetadata("blockerName", first.Name)
 }
 
 // checkIdentity rejects a PUT body whose echoed identity fields differ
@@ -298,23 +438,42 @@ func (s *Service) checkIdentity(hr *helmv2.HelmRelease, req UpdateRequest) error
 
 // Delete deletes the HelmRelease (helm-controller uninstalls the release,
 // then removes its finalizer) and its source. Deleting a vmcluster that
-// is already being deleted is accepted again.
-func (s *Service) Delete(ctx context.Context, id string) (VMCluster, error) {
+// is already being deleted is accepted again. A vmcluster that a backup or
+// an upgrade's vmstorage rollout is working on is not deleted (409 naming
+// them). With an etag precondition the delete carries the resourceVersion
+// the etag was checked on, retried on a conflict while the etag matches.
+func (s *Service) Delete(ctx context.Context, id string, pre Precondition) (VMCluster, error) {
 	hr, err := s.resolve(ctx, id)
 	if err != nil {
 		return VMCluster{}, err
 	}
-	if hr.DeletionTimestamp == nil {
-		if err := s.Store.DeleteRelease(ctx, hr); err != nil {
-			if apierrors.IsNotFound(err) {
-				return VMCluster{}, notFound(id)
-			}
-			if apierrors.IsConflict(err) {
-				return VMCluster{}, apierror.Aborted(apierror.ReasonConflict,
-					"vmcluster %q was recreated while it was being deleted; retry the request", hr.Name).WithCause(err)
-			}
-			return VMCluster{}, fmt.Errorf("deleting HelmRelease %s: %w", klog.KObj(hr), err)
+	for attempt := 1; ; attempt++ {
+		if hr, err = s.checkPrecondition(ctx, hr, pre); err != nil {
+			return VMCluster{}, err
 		}
+		if hr.DeletionTimestamp != nil {
+			break
+		}
+		if err := s.checkNotInUse(ctx, hr); err != nil {
+			return VMCluster{}, err
+		}
+		err = s.Store.DeleteRelease(ctx, hr, !pre.IsZero())
+		if err == nil {
+			break
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			return VMCluster{}, notFound(id)
+		case apierrors.IsConflict(err) && !pre.IsZero() && attempt < maxWriteAttempts:
+			if hr, err = s.reread(ctx, hr, id); err != nil {
+				return VMCluster{}, err
+			}
+			continue
+		case apierrors.IsConflict(err):
+			return VMCluster{}, apierror.Aborted(apierror.ReasonConflict,
+				"vmcluster %q changed while it was being deleted; retry the request", hr.Name).WithCause(err)
+		}
+		return VMCluster{}, fmt.Errorf("deleting HelmRelease %s: %w", klog.KObj(hr), err)
 	}
 	if err := s.Store.DeleteSources(ctx, hr.Name); err != nil {
 		return VMCluster{}, fmt.Errorf("deleting the HelmRepository of %s: %w", klog.KObj(hr), err)

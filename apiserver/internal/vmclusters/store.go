@@ -131,8 +131,12 @@ func (s *KubeStore) PatchRelease(ctx context.Context, hr *helmv2.HelmRelease, pa
 }
 
 // DeleteRelease implements Store.
-func (s *KubeStore) DeleteRelease(ctx context.Context, hr *helmv2.HelmRelease) error {
-	if err := s.Client.Delete(ctx, hr, client.Preconditions{UID: &hr.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+func (s *KubeStore) DeleteRelease(ctx context.Context, hr *helmv2.HelmRelease, checkVersion bool) error {
+	pre := client.Preconditions{UID: &hr.UID}
+	if checkVersion {
+		pre.ResourceVersion = &hr.ResourceVersion
+	}
+	if err := s.Client.Delete(ctx, hr, pre, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		return err
 	}
 	auth.RecordTarget(ctx, releaseRef(hr), "DeletedThroughAPI", "Deletion requested")

@@ -27,6 +27,10 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	ManagedBy      = "ops-server"
 	LabelVMCluster = "observability.tidbcloud.com/vmcluster"
+	// AnnotationAllowDataLoss acknowledges, for the chart's
+	// ValidatingAdmissionPolicy, an update of a managed HelmRelease that
+	// loses data: the update must set a new value on it.
+	AnnotationAllowDataLoss = "ops.observability.tidbcloud.com/allow-data-loss"
 )
 
 // ChartSource is where the chart of every vmcluster comes from.
@@ -49,6 +53,10 @@ type ChartSource struct {
 	// version: the charts in hand (the packaged local charts). A version
 	// without one (a remote repository) is checked by Helm at install.
 	Validators map[string]ValuesValidator
+	// Defaults are the default values (values.yaml) of the known chart
+	// versions, by version; the data-loss guards of PUT compare values
+	// over them.
+	Defaults map[string]map[string]any
 }
 
 // ValuesValidator checks request values (a JSON object) merged over the
@@ -69,6 +77,16 @@ func (c ChartSource) CheckValues(version string, values []byte) []apierror.Field
 		return nil
 	}
 	return v.Validate(values)
+}
+
+// DefaultsFor returns the default values of a chart version: the chart's
+// own when known, else FallbackDefaults (the baked-in chart's). The map is
+// shared: callers never modify it.
+func (c ChartSource) DefaultsFor(version string) map[string]any {
+	if d, ok := c.Defaults[version]; ok && d != nil {
+		return d
+	}
+	return FallbackDefaults()
 }
 
 // CheckVersion returns the problem of a requested chart version against
@@ -232,24 +250,41 @@ type jsonPatchOp struct {
 }
 
 // UpdatePatch is the JSON patch of a PUT: it checks the UID (the object
-// was not recreated meanwhile), replaces spec.values as a whole (a merge
-// patch would merge maps), changes the chart version when asked, and
-// asks Flux to reconcile now. It touches nothing else, so it never fights
-// the Flux controllers over status or finalizers.
-func (t Translator) UpdatePatch(hr *helmv2.HelmRelease, values []byte, version string, now time.Time) ([]byte, error) {
+// was not recreated meanwhile), carries the resourceVersion of hr (so the
+// API server refuses it with a Conflict if hr is not the current object:
+// the etag and data-loss checks made on hr hold for the write), replaces
+// spec.values as a whole (a merge patch would merge maps), changes the
+// chart version when asked, and asks Flux to reconcile now. It touches
+// nothing else, so it never fights the Flux controllers over status or
+// finalizers.
+//
+// With allowDataLoss it also sets AnnotationAllowDataLoss to the request
+// time: the chart's ValidatingAdmissionPolicy, which applies the same
+// data-loss rules to every update of a managed HelmRelease, admits a
+// change that loses data only when the update sets a new value on it.
+func (t Translator) UpdatePatch(hr *helmv2.HelmRelease, values []byte, version string, allowDataLoss bool, now time.Time) ([]byte, error) {
 	ops := []jsonPatchOp{
 		{Op: "test", Path: "/metadata/uid", Value: string(hr.UID)},
-		{Op: "add", Path: "/spec/values", Value: json.RawMessage(values)},
 	}
+	if hr.ResourceVersion != "" {
+		ops = append(ops, jsonPatchOp{Op: "replace", Path: "/metadata/resourceVersion", Value: hr.ResourceVersion})
+	}
+	ops = append(ops, jsonPatchOp{Op: "add", Path: "/spec/values", Value: json.RawMessage(values)})
 	if version != "" && (hr.Spec.Chart == nil || version != hr.Spec.Chart.Spec.Version) {
 		ops = append(ops, jsonPatchOp{Op: "replace", Path: "/spec/chart/spec/version", Value: version})
 	}
+	annotations := map[string]string{meta.ReconcileRequestAnnotation: requestedAt(now)}
+	if allowDataLoss {
+		annotations[AnnotationAllowDataLoss] = requestedAt(now)
+	}
 	if hr.Annotations == nil {
-		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations",
-			Value: map[string]string{meta.ReconcileRequestAnnotation: requestedAt(now)}})
+		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations", Value: annotations})
 	} else {
-		ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(meta.ReconcileRequestAnnotation),
-			Value: requestedAt(now)})
+		for _, k := range []string{meta.ReconcileRequestAnnotation, AnnotationAllowDataLoss} {
+			if v, ok := annotations[k]; ok {
+				ops = append(ops, jsonPatchOp{Op: "add", Path: "/metadata/annotations/" + escapePointer(k), Value: v})
+			}
+		}
 	}
 	b, err := json.Marshal(ops)
 	if err != nil {
@@ -273,6 +308,7 @@ func (t Translator) View(hr *helmv2.HelmRelease, full bool) VMCluster {
 		StatusReason:  st.Reason,
 		StatusMessage: st.Message,
 		Endpoints:     map[string]string{},
+		ETag:          ETagOf(hr),
 		HelmReleaseInfo: HelmReleaseInfo{
 			ReleaseName:      hr.GetReleaseName(),
 			ReleaseNamespace: hr.GetReleaseNamespace(),

@@ -105,7 +105,7 @@ func TestUpdatePatch(t *testing.T) {
 		g.Expect(json.Unmarshal(b, &ops)).To(Succeed())
 		return ops
 	}
-	p, err := tr.UpdatePatch(hr, []byte(`{"b":2}`), "", now)
+	p, err := tr.UpdatePatch(hr, []byte(`{"b":2}`), "", false, now)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(decode(p)).To(Equal([]map[string]any{
 		{"op": "test", "path": "/metadata/uid", "value": "u-1"},
@@ -115,17 +115,27 @@ func TestUpdatePatch(t *testing.T) {
 
 	// A version change; an object without annotations gets the map.
 	hr.Annotations = nil
-	p, err = tr.UpdatePatch(hr, []byte(`{}`), "0.2.0", now)
+	p, err = tr.UpdatePatch(hr, []byte(`{}`), "0.2.0", true, now)
 	g.Expect(err).NotTo(HaveOccurred())
 	ops := decode(p)
 	g.Expect(ops).To(ContainElement(map[string]any{"op": "replace", "path": "/spec/chart/spec/version", "value": "0.2.0"}))
 	g.Expect(ops).To(ContainElement(map[string]any{"op": "add", "path": "/metadata/annotations",
-		"value": map[string]any{meta.ReconcileRequestAnnotation: "2026-12-01T10:00:00Z"}}))
+		"value": map[string]any{meta.ReconcileRequestAnnotation: "2026-12-01T10:00:00Z", AnnotationAllowDataLoss: "2026-12-01T10:00:00Z"}}))
 
 	// The same version is no change.
-	p, err = tr.UpdatePatch(hr, []byte(`{}`), "0.1.0", now)
+	p, err = tr.UpdatePatch(hr, []byte(`{}`), "0.1.0", false, now)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(p)).NotTo(ContainSubstring("/spec/chart/spec/version"))
+	g.Expect(string(p)).NotTo(ContainSubstring("allow-data-loss"))
+
+	// allow_data_loss with annotations present, and a resourceVersion.
+	hr.Annotations = map[string]string{"x": "y"}
+	hr.ResourceVersion = "42"
+	p, err = tr.UpdatePatch(hr, []byte(`{}`), "", true, now)
+	g.Expect(err).NotTo(HaveOccurred())
+	ops = decode(p)
+	g.Expect(ops[1]).To(Equal(map[string]any{"op": "replace", "path": "/metadata/resourceVersion", "value": "42"}))
+	g.Expect(ops).To(ContainElement(map[string]any{"op": "add", "path": "/metadata/annotations/ops.observability.tidbcloud.com~1allow-data-loss", "value": "2026-12-01T10:00:00Z"}))
 }
 
 func TestView(t *testing.T) {

@@ -31,6 +31,10 @@ type VMCluster struct {
 	Values          json.RawMessage `json:"values,omitempty"`
 	HelmReleaseInfo HelmReleaseInfo `json:"helm_release_info"`
 	CreateTime      string          `json:"create_time,omitempty"`
+	// ETag changes with every change of the vmcluster's specification
+	// (AIP-154), never with a status change; PUT and DELETE take it back
+	// in If-Match (or, on PUT, in this field).
+	ETag string `json:"etag,omitempty"`
 }
 
 // HelmReleaseInfo describes the Helm release behind a vmcluster.
@@ -70,6 +74,14 @@ type UpdateRequest struct {
 	ReleaseName      *string
 	ReleaseNamespace *string
 	Chart            *string
+
+	// AllowDataLoss acknowledges a change that deletes data (see
+	// CheckDataLoss).
+	AllowDataLoss bool
+	// ETag is the body's etag field (nil when absent); the handler folds
+	// it into Precondition with the If-Match header.
+	ETag         *string
+	Precondition Precondition
 }
 
 // ListRequest is a validated list query.

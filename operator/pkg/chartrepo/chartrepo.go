@@ -33,6 +33,9 @@ type Chart struct {
 	// File is the archive name inside the repository, <name>-<version>.tgz.
 	File   string
 	Digest string
+	// Values are the chart's default values (values.yaml), shared: never
+	// modified.
+	Values map[string]any
 	data   []byte
 	meta   *chart.Metadata
 	loaded *chart.Chart
@@ -93,6 +96,7 @@ func (r *Repository) AddChart(c *chart.Chart) (*Chart, error) {
 		Version: c.Metadata.Version,
 		File:    filepath.Base(archive),
 		Digest:  digest,
+		Values:  c.Values,
 		data:    data,
 		meta:    c.Metadata,
 		loaded:  c,

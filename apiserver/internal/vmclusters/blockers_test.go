@@ -1,0 +1,63 @@
+package vmclusters
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+)
+
+func TestBlockersOf(t *testing.T) {
+	backup := func(ns, name, vmNS, vm string, phase opsv1.BackupPhase) opsv1.ClusterBackup {
+		return opsv1.ClusterBackup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       opsv1.ClusterBackupSpec{VMCluster: opsv1.VMClusterReference{Namespace: vmNS, Name: vm}},
+			Status:     opsv1.ClusterBackupStatus{Phase: phase},
+		}
+	}
+	upgrade := func(name string, rollout bool, phase opsv1.UpgradePhase) opsv1.ClusterUpgradeOperation {
+		op := opsv1.ClusterUpgradeOperation{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: name}}
+		op.Spec.NodeGroupUpgrades = []opsv1.NodeGroupUpgrade{{NodeGroupName: "ng", Strategy: opsv1.StrategyBlueGreen, RequiresVMStorageRollout: rollout}}
+		op.Status.Phase = phase
+		return op
+	}
+	backups := []opsv1.ClusterBackup{
+		backup("ops", "running", "observability", "vmcluster", opsv1.BackupPhaseRunning),
+		backup("ops", "new", "observability", "vmcluster", ""),
+		backup("ops", "done", "observability", "vmcluster", opsv1.BackupPhaseSucceeded),
+		backup("ops", "failed", "observability", "vmcluster", opsv1.BackupPhaseFailed),
+		backup("ops", "other", "observability", "other", opsv1.BackupPhaseRunning),
+		// Namespace omitted: the backup's own.
+		backup("observability", "local", "", "vmcluster", opsv1.BackupPhasePending),
+	}
+	ops := []opsv1.ClusterUpgradeOperation{
+		upgrade("rollout", true, opsv1.UpgradePhaseRunning),
+		upgrade("no-rollout", false, opsv1.UpgradePhaseRunning),
+		upgrade("rollout-done", true, opsv1.UpgradePhaseSucceeded),
+		upgrade("rollout-paused", true, opsv1.UpgradePhasePaused),
+	}
+
+	g := NewWithT(t)
+	got := BlockersOf(opsv1.VMClusterNamespace, opsv1.VMClusterName, backups, ops)
+	names := []string{}
+	for _, b := range got {
+		names = append(names, b.Kind+" "+b.Namespace+"/"+b.Name)
+	}
+	g.Expect(names).To(Equal([]string{
+		"ClusterBackup observability/local",
+		"ClusterBackup ops/new",
+		"ClusterBackup ops/running",
+		"ClusterUpgradeOperation ops/rollout",
+		"ClusterUpgradeOperation ops/rollout-paused",
+	}))
+	g.Expect(got[1].String()).To(Equal("ClusterBackup ops/new (not started)"))
+	g.Expect(got[2].String()).To(Equal("ClusterBackup ops/running (Running)"))
+
+	// Another VMCluster: only its own backup; no upgrade targets it.
+	other := BlockersOf("observability", "other", backups, ops)
+	g.Expect(other).To(HaveLen(1))
+	g.Expect(other[0].Name).To(Equal("other"))
+	g.Expect(BlockersOf("elsewhere", "vmcluster", backups, ops)).To(BeEmpty())
+}
