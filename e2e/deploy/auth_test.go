@@ -128,12 +128,8 @@ func TestChartTLSAndAudiences(t *testing.T) {
 	serverName, _, _ := unstructured.NestedString(apiEndpoint, "tlsConfig", "serverName")
 	g.Expect(serverName).To(Equal("ops-server." + ns + ".svc"))
 
-	// The TLS rendering is accepted by the API server (the ServiceMonitor
-	// CRD is not installed here).
+	// The TLS rendering is accepted by the API server.
 	for _, obj := range res.Objects {
-		if obj.GetKind() == "ServiceMonitor" {
-			continue
-		}
 		g.Expect(apply(ctx, obj, true)).To(Succeed(), describe(obj))
 	}
 
