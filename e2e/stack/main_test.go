@@ -13,16 +13,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/testenv"
 )
 
 // The integration tests of this package share one partial stack, started by
-// the first test that needs it: the control plane with the VictoriaMetrics
-// CRDs, kube-controller-manager, kube-scheduler, kwok, the volume
-// provisioner and the simulated cloud's Nodes, as Start brings them up;
-// the VictoriaMetrics operator and the vmstorage backer on request. Pure
+// the first test that needs it: the control plane, kube-controller-manager,
+// kube-scheduler, kwok, the volume provisioner and the simulated cloud's
+// Nodes, as Start brings them up; the VictoriaMetrics operator with its
+// CRDs and the vmstorage backer on request. Pure
 // tests run without it.
 var (
 	shared     *Stack
@@ -70,18 +71,9 @@ func startControlPlane(ctx context.Context) (*Stack, error) {
 	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
 		return nil, err
 	}
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return nil, err
-	}
-	vmCRDs := filepath.Join(sharedDir, "vm-crds")
-	if err := vmOperatorCRDs(root, vmCRDs); err != nil {
-		return nil, err
-	}
 	if s.Env, err = testenv.Start(testenv.Options{
-		EtcdDataDir:  filepath.Join(sharedDir, "etcd"),
-		ExtraCRDDirs: []string{vmCRDs},
-		AddToScheme:  []func(*runtime.Scheme) error{opsv1.AddToScheme},
+		EtcdDataDir: filepath.Join(sharedDir, "etcd"),
+		AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme},
 	}); err != nil {
 		return nil, err
 	}
@@ -107,6 +99,9 @@ func vmWorkloads(t *testing.T) *Stack {
 	vmOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
+		if vmErr = installVMOperatorCRDs(s); vmErr != nil {
+			return
+		}
 		if vmErr = s.startVMOperator(ctx); vmErr == nil {
 			vmErr = s.startVMStorageBacker()
 		}
@@ -121,3 +116,21 @@ var (
 	vmOnce sync.Once
 	vmErr  error
 )
+
+// installVMOperatorCRDs installs the VictoriaMetrics operator's CRDs that
+// crds/ does not have, as Start does, but only for the tests that need
+// them.
+func installVMOperatorCRDs(s *Stack) error {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(s.stateDir, "vm-crds")
+	if err := vmOperatorCRDs(root, dir); err != nil {
+		return err
+	}
+	_, err = envtest.InstallCRDs(s.Env.Config, envtest.CRDInstallOptions{
+		Paths: []string{dir}, ErrorIfPathMissing: true, MaxTime: 3 * time.Minute, PollInterval: time.Second,
+	})
+	return err
+}
