@@ -410,7 +410,9 @@ func TestFSRootsAndSecretLabel(t *testing.T) {
 var requestIDRE = regexp.MustCompile(`"requestId":"[^"]*"`)
 
 // withoutRequestID is an error body without its (per request) request id.
-func withoutRequestID(body []byte) string { return requestIDRE.ReplaceAllString(string(body), "") }
+func withoutRequestID(body []byte) string {
+	return requestIDRE.ReplaceAllString(string(body), `"requestId":""`)
+}
 
 func TestNotFound(t *testing.T) {
 	g := NewWithT(t)
