@@ -177,6 +177,7 @@ var (
 	fuzzOnce    sync.Once
 	fuzzV       *Validator
 	fuzzAllowed [][]string
+	fuzzLeaves  [][]string
 )
 
 // FuzzValidate feeds arbitrary JSON through the validation; every value it
@@ -200,31 +201,113 @@ func FuzzValidate(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fuzzOnce.Do(func() {
-			fuzzV = vmclusterValidator(t)
-			fuzzAllowed = declaredPaths(t, fuzzV)
-		})
 		if !json.Valid(data) {
 			return
 		}
-		if vs := fuzzV.Validate(data); len(vs) > 0 {
-			for _, v := range vs {
-				if !strings.HasPrefix(v.Field, Field) || v.Description == "" {
-					t.Fatalf("violation %+v: want a field under %q and a description", v, Field)
-				}
-			}
-			return
-		}
-		out, err := fuzzV.Render(data)
-		if err != nil {
-			t.Fatalf("accepted values that Helm refuses: %v\nvalues: %s", err, data)
-		}
-		for _, p := range renderedPaths(t, out) {
-			if !declared(p, fuzzAllowed) {
-				t.Fatalf("accepted values render the undeclared field %q\nvalues: %s", strings.Join(p, "."), data)
-			}
-		}
+		checkValues(t, data)
 	})
+}
+
+// FuzzValidateScalars puts an arbitrary string, number or object into
+// each place of the values the schema declares (the leaves of the maximal
+// value, a chosen key included) and checks the result as FuzzValidate
+// does: the JSON shape is right, only the text varies.
+func FuzzValidateScalars(f *testing.F) {
+	f.Add(uint16(0), "1\n  serviceAccountName: ops-operator", 1.0, uint8(0))
+	f.Add(uint16(3), "ClusterIP\n---\nkind: Secret", 3.0, uint8(1))
+	f.Add(uint16(7), "a: b", 1e300, uint8(2))
+	f.Add(uint16(11), "node-role/x", -1.0, uint8(3))
+	f.Fuzz(func(t *testing.T, slot uint16, s string, n float64, pick uint8) {
+		fuzzSetup(t)
+		leaves := fuzzLeaves
+		leaf := leaves[int(slot)%len(leaves)]
+		var value any
+		switch pick % 4 {
+		case 0:
+			value = s
+		case 1:
+			value = n
+		case 2:
+			value = map[string]any{s: s}
+		default:
+			value = []any{s}
+		}
+		values := setPath(map[string]any{}, leaf, s, value)
+		data, err := json.Marshal(values)
+		if err != nil {
+			return // NaN or Inf: not JSON
+		}
+		checkValues(t, data)
+	})
+}
+
+func fuzzSetup(t *testing.T) {
+	fuzzOnce.Do(func() {
+		fuzzV = vmclusterValidator(t)
+		fuzzAllowed = declaredPaths(t, fuzzV)
+		var schema map[string]any
+		if err := json.Unmarshal(fuzzV.chart.Schema, &schema); err != nil {
+			t.Fatal(err)
+		}
+		defs, _ := schema["$defs"].(map[string]any)
+		fuzzLeaves = leafPaths(nil, maximal(schema, defs, false, 0))
+		sort.Slice(fuzzLeaves, func(i, j int) bool { return strings.Join(fuzzLeaves[i], "\x01") < strings.Join(fuzzLeaves[j], "\x01") })
+	})
+}
+
+// leafPaths lists the paths to the scalars of v.
+func leafPaths(prefix []string, v any) [][]string {
+	switch c := v.(type) {
+	case map[string]any:
+		var out [][]string
+		for k, e := range c {
+			out = append(out, leafPaths(append(append([]string{}, prefix...), k), e)...)
+		}
+		return out
+	case []any:
+		return leafPaths(append(append([]string{}, prefix...), "[]"), c[0])
+	}
+	return [][]string{prefix}
+}
+
+// setPath builds the value with value at path (a chosen key replaced by
+// key, a list of one item).
+func setPath(m map[string]any, path []string, key string, value any) any {
+	if len(path) == 0 {
+		return value
+	}
+	seg := path[0]
+	if seg == "[]" {
+		return []any{setPath(map[string]any{}, path[1:], key, value)}
+	}
+	if seg == anyKey {
+		seg = key
+	}
+	m[seg] = setPath(map[string]any{}, path[1:], key, value)
+	return m
+}
+
+// checkValues validates data; accepted values must render (Helm's own
+// schema check included) as one VMCluster of declared fields only.
+func checkValues(t *testing.T, data []byte) {
+	fuzzSetup(t)
+	if vs := fuzzV.Validate(data); len(vs) > 0 {
+		for _, v := range vs {
+			if !strings.HasPrefix(v.Field, Field) || v.Description == "" {
+				t.Fatalf("violation %+v: want a field under %q and a description", v, Field)
+			}
+		}
+		return
+	}
+	out, err := fuzzV.Render(data)
+	if err != nil {
+		t.Fatalf("accepted values that Helm refuses: %v\nvalues: %s", err, data)
+	}
+	for _, p := range renderedPaths(t, out) {
+		if !declared(p, fuzzAllowed) {
+			t.Fatalf("accepted values render the undeclared field %q\nvalues: %s", strings.Join(p, "."), data)
+		}
+	}
 }
 
 // TestDeclaredPaths: the derivation sees the fields the chart renders
