@@ -174,7 +174,6 @@ func TestLifecyclePutDataLoss(t *testing.T) {
 		{name: "retention dropped (the default is one month)", values: `{"vmstorage":{"storage":{"size":"50Gi","storageClassName":"fast"}}}`, field: "values.retentionPeriod"},
 		{name: "emptyDir", values: `{"retentionPeriod":"1y","vmstorage":{"storage":{"emptyDir":true}}}`, field: "values.vmstorage.storage.emptyDir"},
 		{name: "shrink, even allowed", values: `{"retentionPeriod":"1y","vmstorage":{"storage":{"size":"20Gi","storageClassName":"fast"}}}`, allow: true, field: "values.vmstorage.storage.size"},
-		{name: "size dropped (the default is 10Gi)", values: `{"retentionPeriod":"1y","vmstorage":{"storage":{"storageClassName":"fast"}}}`, allow: true, field: "values.vmstorage.storage.size"},
 		{name: "other class, even allowed", values: `{"retentionPeriod":"1y","vmstorage":{"storage":{"size":"50Gi","storageClassName":"slow"}}}`, allow: true, field: "values.vmstorage.storage.storageClassName"},
 	} {
 		body := `{"values":` + tc.values
