@@ -196,6 +196,21 @@ func TestLifecyclePutDataLoss(t *testing.T) {
 	_, _, fields := errorInfo(t, b)
 	g.Expect(fields).To(Equal([]string{"allow_data_loss"}))
 
+	// The REST PUT with allow_data_loss passes the policy too.
+	code, b = f.do(http.MethodPut, vmPath+"/c1", `{"values":{"retentionPeriod":"1d","vmstorage":{"storage":{"emptyDir":true}}},"allow_data_loss":true}`)
+	g.Expect(code).To(Equal(http.StatusAccepted), string(b))
+	g.Expect(f.release("c1").Spec.Values.Raw).To(MatchJSON(`{"retentionPeriod":"1d","vmstorage":{"storage":{"emptyDir":true}}}`))
+}
+
+// TestLifecycleDataLossPolicyKubectl: the same rules for a HelmRelease
+// changed with kubectl, through the chart's ValidatingAdmissionPolicy.
+func TestLifecycleDataLossPolicyKubectl(t *testing.T) {
+	g := NewWithT(t)
+	f := start(t, nil)
+	installDataLossPolicy(t)
+	code, b := f.do(http.MethodPost, vmPath, `{"name":"c1","values":{"retentionPeriod":"1y","vmstorage":{"storage":{"size":"50Gi","storageClassName":"fast"}}}}`)
+	g.Expect(code).To(Equal(http.StatusAccepted), string(b))
+
 	// The same changes through kubectl are refused by the admission
 	// policy (it may take a moment to be in force)...
 	g.Eventually(func() error {
@@ -219,10 +234,6 @@ func TestLifecyclePutDataLoss(t *testing.T) {
 	g.Expect(mergeValues(f.release("c1"), `{"retentionPeriod":"1d"}`, map[string]string{vmclusters.AnnotationAllowDataLoss: "twice"})).To(Succeed())
 	g.Expect(f.release("c1").Spec.Values.Raw).To(ContainSubstring(`"1d"`))
 
-	// The REST PUT with allow_data_loss passes the policy too.
-	code, b = f.do(http.MethodPut, vmPath+"/c1", `{"values":{"retentionPeriod":"1d","vmstorage":{"storage":{"emptyDir":true}}},"allow_data_loss":true}`)
-	g.Expect(code).To(Equal(http.StatusAccepted), string(b))
-	g.Expect(f.release("c1").Spec.Values.Raw).To(MatchJSON(`{"retentionPeriod":"1d","vmstorage":{"storage":{"emptyDir":true}}}`))
 }
 
 func TestLifecycleETag(t *testing.T) {
