@@ -266,10 +266,12 @@ func (s *Service) resolve(ctx context.Context, vmclusterID string) (target, erro
 func (s *Service) goneTarget(ctx context.Context, vmclusterID string) (target, bool, error) {
 	t := target{Gone: true}
 	switch {
+	case uuidRE.MatchString(vmclusterID):
+		// A UUID is a valid name too; names never look like one in
+		// practice, and the id is what the backups are labelled with.
+		t.ID = vmclusterID
 	case len(vmclusters.ValidateName(vmclusterID)) == 0:
 		t.Name = vmclusterID
-	case uuidRE.MatchString(vmclusterID):
-		t.ID = vmclusterID
 	default:
 		return t, false, nil
 	}

@@ -54,7 +54,7 @@ func ValidateVersion(v string) string {
 // The request fields. Output-only fields are accepted (so that a body
 // read with GET can be sent back with PUT) and ignored.
 var (
-	createFields  = fieldSet("name", "values", "helm_release_info", "id", "status", "status_reason", "status_message", "endpoints", "create_time", "etag")
+	createFields  = fieldSet("name", "values", "helm_release_info", "id", "status", "status_reason", "status_message", "endpoints", "create_time", "etag", "allow_data_loss")
 	updateFields  = fieldSet("name", "values", "helm_release_info", "id", "status", "status_reason", "status_message", "endpoints", "create_time", "etag", "allow_data_loss")
 	releaseFields = fieldSet("release_name", "release_namespace", "chart", "version")
 )
