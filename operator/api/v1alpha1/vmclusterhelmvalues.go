@@ -72,6 +72,7 @@ var AllowedVMStorageHelmValues = map[string]string{
 // VMClusterHelmValuesViolation is one problem of a VMClusterHelmValues:
 // the path of the offending key below vmClusterHelmValues (e.g.
 // "vmstorage.serviceAccountName") and what is wrong with it.
+// +kubebuilder:object:generate=false
 type VMClusterHelmValuesViolation struct {
 	Path    string
 	Message string
