@@ -101,7 +101,7 @@ func TestUpgradeHelmValuesAllowlist(t *testing.T) {
 	u.SetName("gitops-overlay-2")
 	err = f.kube.Create(context.Background(), u)
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(err.Error()).To(ContainSubstring("not allowed: vminsert"))
+	g.Expect(err.Error()).To(ContainSubstring("may only set vmstorage"))
 	g.Expect(f.upgrades()).To(BeEmpty())
 
 	// The allowlist itself is accepted.

@@ -36,7 +36,7 @@ import (
 // would let the API server silently prune it).
 //
 // +kubebuilder:validation:MaxProperties=16
-// +kubebuilder:validation:XValidation:rule="self.all(k, k == 'vmstorage')",messageExpression="'may only set vmstorage (the vmstorage placement and size); not allowed: ' + self.filter(k, k != 'vmstorage').join(', ')",reason="FieldValueForbidden"
+// +kubebuilder:validation:XValidation:rule="self.all(k, k == 'vmstorage')",message="may only set vmstorage (the vmstorage placement and size): any other key, e.g. vminsert or vmselect, is not allowed",reason="FieldValueForbidden"
 type VMClusterHelmValues map[string]VMStorageHelmValues
 
 // VMStorageHelmValues are the VMCluster spec.vmstorage fields a VMStorage

@@ -177,10 +177,10 @@ func TestClusterUpgradeOperationCreate(t *testing.T) {
 		// TestVMClusterHelmValuesAllowlistMatchesGo).
 		{name: "vmClusterHelmValues another component", mutate: setNodeGroups(vmstorageWith(func(n obj) {
 			n["vmClusterHelmValues"] = mustJSON(`{"vmstorage": {}, "vminsert": {"replicaCount": 1}}`)
-		})), reject: rejected(ng0+".vmClusterHelmValues", "not allowed: vminsert")},
+		})), reject: rejected(ng0+".vmClusterHelmValues", "may only set vmstorage")},
 		{name: "vmClusterHelmValues a top-level scalar", mutate: setNodeGroups(vmstorageWith(func(n obj) {
 			n["vmClusterHelmValues"] = mustJSON(`{"clusterVersion": {"x": 1}}`)
-		})), reject: rejected(ng0+".vmClusterHelmValues", "not allowed: clusterVersion")},
+		})), reject: rejected(ng0+".vmClusterHelmValues", "may only set vmstorage")},
 		{name: "vmClusterHelmValues vmstorage a string", mutate: setNodeGroups(vmstorageWith(func(n obj) {
 			n["vmClusterHelmValues"] = mustJSON(`{"vmstorage": "replicaCount: 3"}`)
 		})), reject: rejected(ng0+".vmClusterHelmValues[vmstorage]", "must be of type object")},
