@@ -183,10 +183,10 @@ func TestClusterUpgradeOperationCreate(t *testing.T) {
 		})), reject: rejected(ng0+".vmClusterHelmValues", "may only set vmstorage")},
 		{name: "vmClusterHelmValues vmstorage a string", mutate: setNodeGroups(vmstorageWith(func(n obj) {
 			n["vmClusterHelmValues"] = mustJSON(`{"vmstorage": "replicaCount: 3"}`)
-		})), reject: rejected(ng0+".vmClusterHelmValues[vmstorage]", "must be of type object")},
+		})), reject: rejected(ng0+".vmClusterHelmValues.vmstorage", "must be of type object")},
 		{name: "vmClusterHelmValues replicaCount 0", mutate: setNodeGroups(vmstorageWith(func(n obj) {
 			n["vmClusterHelmValues"] = mustJSON(`{"vmstorage": {"replicaCount": 0}}`)
-		})), reject: rejected(ng0+".vmClusterHelmValues[vmstorage].replicaCount", "should be greater than or equal to 1")},
+		})), reject: rejected(ng0+".vmClusterHelmValues.vmstorage.replicaCount", "should be greater than or equal to 1")},
 		{name: "vmClusterHelmValues missing for VMStorage rollout", mutate: setNodeGroups(vmstorageWith(func(n obj) { delete(n, "vmClusterHelmValues") })),
 			reject: rejected(ng0+".vmClusterHelmValues", "vmClusterHelmValues is required when requiresVMStorageRollout is true")},
 		{name: "vmClusterHelmValues without requiresVMStorageRollout", mutate: setNodeGroups(vmstorageWith(func(n obj) { delete(n, "requiresVMStorageRollout") })),
