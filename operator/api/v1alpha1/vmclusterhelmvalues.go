@@ -103,6 +103,9 @@ type VMClusterHelmValuesViolation struct {
 // ValidateVMClusterHelmValuesJSON). Decoded values hold no key outside the
 // allowlist (there is no field for one); the types and bounds are checked.
 func (v VMClusterHelmValues) Validate() []VMClusterHelmValuesViolation {
+	if len(v) == 0 {
+		return nil
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return []VMClusterHelmValuesViolation{{Path: "", Message: err.Error()}}
