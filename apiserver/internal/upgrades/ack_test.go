@@ -88,7 +88,9 @@ func TestACKMinorResolvedToNewestPatch(t *testing.T) {
 	g.Expect(obj.Spec.TargetVersion).To(Equal("1.30.2-aliyun.1"), "the spec holds the full version")
 	g.Expect(obj.Annotations).To(HaveKeyWithValue(upgrades.AnnotationRequestedVersion, "1.30"))
 
-	// A full version that is available is taken as it is.
+	// A full version that is available is taken as it is (once the first
+	// operation is finished: one active upgrade per cluster).
+	setStatus(g, a.ns, op.Name, func(st *opsv1.ClusterUpgradeOperationStatus) { st.Phase = opsv1.UpgradePhaseCancelled })
 	code, body = a.do(http.MethodPost, upgrades.BasePath, ackRequest("1.30.1-aliyun.1"), nil)
 	g.Expect(code).To(Equal(http.StatusAccepted), string(body))
 	g.Expect(a.op(body).Spec.TargetVersion).To(Equal("1.30.1-aliyun.1"))

@@ -198,38 +198,16 @@ func Validate(r *Request) []apierror.FieldViolation {
 }
 
 // helmValuesViolations checks vmClusterHelmValues against its allowlist
-// (opsv1.VMClusterHelmValues.Validate, the same check the operator makes
+// (opsv1.ValidateVMClusterHelmValuesJSON, the same check the operator makes
 // before it starts): one violation per disallowed key, named by its path,
 // e.g. nodeGroupUpgrades[0].vmClusterHelmValues.vmstorage.serviceAccountName.
 func helmValuesViolations(field string, raw json.RawMessage, add func(field, format string, args ...any)) {
-	obj := map[string]json.RawMessage{}
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		add(field, "must be a JSON object (a partial VMCluster spec); use {} for no change")
-		return
-	}
-	for k, v := range obj {
-		if k != opsv1.VMStorageHelmValuesKey {
-			continue // reported by Validate below
+	for _, p := range opsv1.ValidateVMClusterHelmValuesJSON(raw) {
+		f := field
+		if p.Path != "" {
+			f += "." + p.Path
 		}
-		var inner map[string]json.RawMessage
-		if json.Unmarshal(v, &inner) != nil || inner == nil {
-			add(field+"."+k, "must be a JSON object")
-			return
-		}
-	}
-	values, err := opsv1.ParseVMClusterHelmValues(raw)
-	if err != nil {
-		// A disallowed top-level key whose value is not an object: name
-		// the key, not its shape.
-		for k := range obj {
-			if k != opsv1.VMStorageHelmValuesKey {
-				add(field+"."+k, "is not allowed: only vmstorage (its placement and size) may be set")
-			}
-		}
-		return
-	}
-	for _, p := range values.Validate() {
-		add(field+"."+p.Path, "%s", p.Message)
+		add(f, "%s", p.Message)
 	}
 }
 

@@ -48,7 +48,7 @@ func TestDecodeValid(t *testing.T) {
 	g.Expect([]string{ns, name}).To(Equal([]string{"observability", "vmstorage-vmcluster"}), "defaults applied")
 	g.Expect(spec.NodeGroupUpgrades[1].VMStorageSTSName).To(Equal("vmstorage-vmcluster"))
 	g.Expect(spec.NodeGroupUpgrades[0].VMStorageSTSName).To(BeEmpty(), "no defaults without a rollout")
-	g.Expect(string(spec.NodeGroupUpgrades[1].VMClusterHelmValues["vmstorage"]["replicaCount"].Raw)).To(Equal(`3`))
+	g.Expect(*spec.NodeGroupUpgrades[1].VMClusterHelmValues["vmstorage"].ReplicaCount).To(Equal(int32(3)))
 	g.Expect(fromSpec(&spec).NodeGroupUpgrades[1].VMClusterHelmValues).To(MatchJSON(`{"vmstorage":{"replicaCount":3}}`))
 	g.Expect(spec.Schedule.UTC().Format("2006-01-02T15:04:05Z")).To(Equal("2026-05-06T12:00:00Z"))
 }

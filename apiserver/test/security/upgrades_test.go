@@ -81,8 +81,9 @@ func TestUpgradeHelmValuesAllowlist(t *testing.T) {
 		})
 	}
 
-	// GitOps parity: the same overlay applied directly is refused, naming
-	// the key (not pruned and stored).
+	// GitOps parity: the same overlay applied as kubectl does (strict field
+	// validation) is refused, naming the key; another component is refused
+	// by the CRD's CEL rule whatever the client asks.
 	g := NewWithT(t)
 	var spec map[string]any
 	g.Expect(json.Unmarshal([]byte(upgradeBody(`{"vmstorage":{"serviceAccountName":"ops-operator"}}`)), &spec)).To(Succeed())
@@ -90,9 +91,17 @@ func TestUpgradeHelmValuesAllowlist(t *testing.T) {
 	u.SetGroupVersionKind(opsv1.GroupVersion.WithKind(opsv1.ClusterUpgradeOperationKind))
 	u.SetNamespace(f.ns)
 	u.SetName("gitops-overlay")
-	err := f.kube.Create(context.Background(), u)
+	err := f.kube.Create(context.Background(), u, client.FieldValidation("Strict"))
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(err.Error()).To(ContainSubstring("serviceAccountName"))
+	g.Expect(err.Error()).To(ContainSubstring("vmClusterHelmValues.vmstorage.serviceAccountName"))
+	g.Expect(json.Unmarshal([]byte(upgradeBody(`{"vminsert":{"replicaCount":1}}`)), &spec)).To(Succeed())
+	u = &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(opsv1.GroupVersion.WithKind(opsv1.ClusterUpgradeOperationKind))
+	u.SetNamespace(f.ns)
+	u.SetName("gitops-overlay-2")
+	err = f.kube.Create(context.Background(), u)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("may only set vmstorage"))
 	g.Expect(f.upgrades()).To(BeEmpty())
 
 	// The allowlist itself is accepted.

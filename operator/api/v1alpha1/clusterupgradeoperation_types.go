@@ -274,8 +274,8 @@ type NodeGroupUpgrade struct {
 	// resources (the vmstorage placement and size); any other key is
 	// refused, naming it. It is not HelmRelease values, and it is not
 	// applied during in-place upgrades. Requires requiresVMStorageRollout:
-	// true, and a VMStorage rollout requires it to be present: use {} when
-	// no VMCluster change is needed.
+	// true, and a VMStorage rollout requires it to be present:
+	// use {} when no VMCluster change is needed.
 	// +optional
 	VMClusterHelmValues VMClusterHelmValues `json:"vmClusterHelmValues,omitzero"`
 

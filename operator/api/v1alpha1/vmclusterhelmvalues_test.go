@@ -47,12 +47,8 @@ func TestVMClusterHelmValuesValidate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := ParseVMClusterHelmValues([]byte(tc.in))
-			if err != nil {
-				t.Fatalf("parse: %v", err)
-			}
 			var got []string
-			for _, p := range v.Validate() {
+			for _, p := range ValidateVMClusterHelmValuesJSON([]byte(tc.in)) {
 				if p.Message == "" {
 					t.Errorf("%s: empty message", p.Path)
 				}
@@ -89,13 +85,13 @@ func TestVMClusterHelmValuesJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"vmClusterHelmValues":{"vmstorage":{"replicaCount":3}}}`), &n); err != nil {
 		t.Fatal(err)
 	}
-	if got := string(n.VMClusterHelmValues["vmstorage"]["replicaCount"].Raw); got != "3" {
-		t.Fatalf("replicaCount = %s", got)
+	if got := n.VMClusterHelmValues["vmstorage"].ReplicaCount; got == nil || *got != 3 {
+		t.Fatalf("replicaCount = %v", got)
 	}
 	cp := n.DeepCopy()
-	cp.VMClusterHelmValues["vmstorage"]["replicaCount"] = n.VMClusterHelmValues["vmstorage"]["nodeSelector"]
-	if got := string(n.VMClusterHelmValues["vmstorage"]["replicaCount"].Raw); got != "3" {
-		t.Fatalf("DeepCopy shares the map: replicaCount = %s", got)
+	*cp.VMClusterHelmValues["vmstorage"].ReplicaCount = 5
+	if got := *n.VMClusterHelmValues["vmstorage"].ReplicaCount; got != 3 {
+		t.Fatalf("DeepCopy shares the value: replicaCount = %d", got)
 	}
 }
 
@@ -105,11 +101,14 @@ func FuzzVMClusterHelmValues(f *testing.F) {
 	f.Add(`{"vmstorage":{"replicaCount":3,"nodeSelector":{"a":"b"}}}`)
 	f.Add(`{"vmstorage":{"serviceAccountName":"x"},"vminsert":{}}`)
 	f.Fuzz(func(t *testing.T, in string) {
-		v, err := ParseVMClusterHelmValues([]byte(in))
-		if err != nil || len(v.Validate()) > 0 {
+		if len(ValidateVMClusterHelmValuesJSON([]byte(in))) > 0 {
 			return
 		}
-		for k, vs := range v {
+		var top map[string]map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(in), &top); err != nil {
+			t.Fatalf("accepted %q: %v", in, err)
+		}
+		for k, vs := range top {
 			if k != VMStorageHelmValuesKey {
 				t.Fatalf("accepted key %q", k)
 			}
@@ -118,10 +117,14 @@ func FuzzVMClusterHelmValues(f *testing.F) {
 				if !ok {
 					t.Fatalf("accepted key vmstorage.%s", f)
 				}
-				if got := jsonType(val.Raw); got != "null" && got != want && !(want == "integer" && got == "number") {
+				if got := jsonType(val); got != "null" && got != want && !(want == "integer" && got == "number") {
 					t.Fatalf("accepted vmstorage.%s of type %s", f, got)
 				}
 			}
+		}
+		// What is accepted decodes into the typed values.
+		if _, err := ParseVMClusterHelmValues([]byte(in)); err != nil {
+			t.Fatalf("accepted but not decodable: %v", err)
 		}
 	})
 }

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -52,7 +51,7 @@ func typedUpgrade(namespace, name string) *v1alpha1.ClusterUpgradeOperation {
 					Strategy:                 v1alpha1.StrategyBlueGreen,
 					RequiresVMStorageRollout: true,
 					NewNodeGroupName:         "vmstorage-130",
-					VMClusterHelmValues:      v1alpha1.VMClusterHelmValues{"vmstorage": {"replicaCount": apiextensionsv1.JSON{Raw: []byte(`3`)}}},
+					VMClusterHelmValues:      v1alpha1.VMClusterHelmValues{"vmstorage": {ReplicaCount: new(int32(3))}},
 				},
 			},
 		},

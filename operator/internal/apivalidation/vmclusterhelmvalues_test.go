@@ -18,6 +18,7 @@ package apivalidation
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -57,14 +58,27 @@ func TestVMClusterHelmValuesAllowlistMatchesGo(t *testing.T) {
 			g.Expect(kept).To(BeTrue(), "vmstorage.%s was pruned", key)
 		})
 	}
-	t.Run("a key outside the allowlist", func(t *testing.T) {
-		g := NewWithT(t)
+	overlay := func() obj {
 		spec := upgradeSpec()
 		setNodeGroups(vmstorageWith(func(n obj) {
-			n["vmClusterHelmValues"] = obj{"vmstorage": obj{"serviceAccountName": "ops-operator"}}
+			n["vmClusterHelmValues"] = obj{"vmstorage": obj{"replicaCount": int64(3), "serviceAccountName": "ops-operator"}}
 		}))(spec)
-		err := env.Client.Create(context.Background(), newObject(v1alpha1.ClusterUpgradeOperationKind, ns, "refused", spec))
+		return spec
+	}
+	t.Run("a vmstorage field outside the allowlist, strict field validation (kubectl's default)", func(t *testing.T) {
+		g := NewWithT(t)
+		err := env.Client.Create(context.Background(), newObject(v1alpha1.ClusterUpgradeOperationKind, ns, "refused", overlay()), client.FieldValidation("Strict"))
 		g.Expect(err).To(HaveOccurred())
-		g.Expect(err.Error()).To(ContainSubstring("serviceAccountName"))
+		g.Expect(err.Error()).To(ContainSubstring(`unknown field "spec.nodeGroupUpgrades[0].vmClusterHelmValues.vmstorage.serviceAccountName"`))
+	})
+	t.Run("a vmstorage field outside the allowlist, no field validation: pruned, never stored", func(t *testing.T) {
+		g := NewWithT(t)
+		o := newObject(v1alpha1.ClusterUpgradeOperationKind, ns, "pruned", overlay())
+		g.Expect(env.Client.Create(context.Background(), o)).To(Succeed())
+		got := &v1alpha1.ClusterUpgradeOperation{}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(o), got)).To(Succeed())
+		b, err := json.Marshal(got.Spec.NodeGroupUpgrades[0].VMClusterHelmValues)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(b).To(MatchJSON(`{"vmstorage":{"replicaCount":3}}`))
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -109,28 +108,4 @@ func TestSimultaneousOperationsRunOneAtATime(t *testing.T) {
 	for k, n := range mutationCounts(f) {
 		g.Expect(n).To(Equal(1), k)
 	}
-}
-
-// TestInvalidHelmValuesFailBeforeAnything: values the CRD lets through but
-// the allowlist refuses (replicaCount 0 would scale vmstorage away) fail
-// the operation with reason InvalidSpec before any cloud call.
-func TestInvalidHelmValuesFailBeforeAnything(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := env.NewNamespace(t)
-	f := newCloud(t, "invalid", 0, seed("in-old"))
-	startOperator(t, ns, f, nil)
-	op := newOp(ns, "invalid", f, func(s *opsv1.ClusterUpgradeOperationSpec) {
-		s.NodeGroupUpgrades = []opsv1.NodeGroupUpgrade{{NodeGroupName: "in-old", Strategy: opsv1.StrategyBlueGreen, NewNodeGroupName: "in-new",
-			RequiresVMStorageRollout: true,
-			VMClusterHelmValues:      opsv1.VMClusterHelmValues{"vmstorage": {"replicaCount": apiextensionsv1.JSON{Raw: []byte(`0`)}}}}}
-	})
-	g.Expect(env.Client.Create(ctx, op)).To(Succeed())
-	done := waitPhase(t, op, opsv1.UpgradePhaseFailed, time.Minute)
-	c := apimeta.FindStatusCondition(done.Status.Conditions, opsv1.ReadyCondition)
-	g.Expect(c.Reason).To(Equal(opsv1.InvalidSpecReason))
-	g.Expect(c.Message).To(ContainSubstring("nodeGroupUpgrades[0].vmClusterHelmValues: vmstorage.replicaCount"))
-	g.Expect(apimeta.FindStatusCondition(done.Status.Conditions, opsv1.StalledCondition).Reason).To(Equal(opsv1.InvalidSpecReason))
-	g.Expect(mutationCounts(f)).To(BeEmpty())
-	g.Expect(f.log.Calls()).To(BeEmpty(), "not even the preflight's reads")
 }
