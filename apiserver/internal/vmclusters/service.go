@@ -272,8 +272,8 @@ func (s *Service) Update(ctx context.Context, id string, req UpdateRequest) (VMC
 			}
 			continue
 		case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"):
-			// The chart's data-loss policy, whose defaults are the
-			// baked-in chart's, refused what the guards above allowed.
+			// An admission policy of the cluster refused what the
+			// guards above allowed.
 			return VMCluster{}, apierror.FailedPrecondition(ReasonDataLoss,
 				"the cluster's admission policy refused the change: %s", admissionMessage(err)).WithCause(err)
 		case apierrors.IsInvalid(err) || apierrors.IsConflict(err):

@@ -27,9 +27,8 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	ManagedBy      = "ops-server"
 	LabelVMCluster = "observability.tidbcloud.com/vmcluster"
-	// AnnotationAllowDataLoss acknowledges, for the chart's
-	// ValidatingAdmissionPolicy, an update of a managed HelmRelease that
-	// loses data: the update must set a new value on it.
+	// AnnotationAllowDataLoss records on the HelmRelease the time of the
+	// last PUT that acknowledged a change losing data (allow_data_loss).
 	AnnotationAllowDataLoss = "ops.observability.tidbcloud.com/allow-data-loss"
 )
 
@@ -259,9 +258,7 @@ type jsonPatchOp struct {
 // finalizers.
 //
 // With allowDataLoss it also sets AnnotationAllowDataLoss to the request
-// time: the chart's ValidatingAdmissionPolicy, which applies the same
-// data-loss rules to every update of a managed HelmRelease, admits a
-// change that loses data only when the update sets a new value on it.
+// time, a record on the object of the acknowledged data loss.
 func (t Translator) UpdatePatch(hr *helmv2.HelmRelease, values []byte, version string, allowDataLoss bool, now time.Time) ([]byte, error) {
 	ops := []jsonPatchOp{
 		{Op: "test", Path: "/metadata/uid", Value: string(hr.UID)},

@@ -6,35 +6,25 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
-	"github.com/tidbcloud/ops-server/operator/testenv"
 )
 
 // Item 6 (REST part) and item 8 of the security model: a PUT that would
-// lose vmstorage data needs allow_data_loss (and the same rule holds for
-// a HelmRelease changed with kubectl, through the chart's
-// ValidatingAdmissionPolicy); a stale etag changes nothing; a vmcluster a
+// lose vmstorage data needs allow_data_loss; a stale etag changes nothing; a vmcluster a
 // backup or a vmstorage rollout is working on cannot be deleted, and its
 // backups stay readable after it is gone.
 
@@ -99,48 +89,6 @@ func errorInfo(t *testing.T, b []byte) (reason string, meta map[string]string, f
 	return reason, meta, fields
 }
 
-// installDataLossPolicy renders the chart's ValidatingAdmissionPolicy and
-// binding and creates them (cluster-scoped: removed with the test).
-func installDataLossPolicy(t *testing.T) {
-	t.Helper()
-	g := NewWithT(t)
-	root, err := testenv.RepoRoot()
-	g.Expect(err).NotTo(HaveOccurred())
-	ch, err := loader.Load(filepath.Join(root, "deploy", "charts", "ops-server"))
-	g.Expect(err).NotTo(HaveOccurred())
-	vals, err := chartutil.ToRenderValues(ch, map[string]any{}, chartutil.ReleaseOptions{Name: "sec-" + strings.ToLower(t.Name()), Namespace: "ops"}, chartutil.DefaultCapabilities)
-	g.Expect(err).NotTo(HaveOccurred())
-	out, err := engine.Render(ch, vals)
-	g.Expect(err).NotTo(HaveOccurred())
-	manifest, ok := out["ops-server/templates/vmcluster-admission.yaml"]
-	g.Expect(ok).To(BeTrue(), "the chart has templates/vmcluster-admission.yaml")
-	var objs []client.Object
-	for _, doc := range strings.Split(manifest, "\n---\n") {
-		if strings.TrimSpace(doc) == "" {
-			continue
-		}
-		var tm metav1.TypeMeta
-		g.Expect(yaml.Unmarshal([]byte(doc), &tm)).To(Succeed())
-		var obj client.Object
-		switch tm.Kind {
-		case "ValidatingAdmissionPolicy":
-			obj = &admissionv1.ValidatingAdmissionPolicy{}
-		case "ValidatingAdmissionPolicyBinding":
-			obj = &admissionv1.ValidatingAdmissionPolicyBinding{}
-		default:
-			t.Fatalf("unexpected kind %q in the data-loss policy template", tm.Kind)
-		}
-		g.Expect(yaml.UnmarshalStrict([]byte(doc), obj)).To(Succeed())
-		objs = append(objs, obj)
-	}
-	g.Expect(objs).To(HaveLen(2))
-	ctx := context.Background()
-	for _, o := range objs {
-		g.Expect(env.Client.Create(ctx, o)).To(Succeed())
-		t.Cleanup(func() { _ = env.Client.Delete(ctx, o) })
-	}
-}
-
 // mergeValues patches spec.values of a HelmRelease as kubectl would,
 // optionally setting annotations in the same update.
 func mergeValues(hr *helmv2.HelmRelease, values string, annotations map[string]string) error {
@@ -158,7 +106,6 @@ func mergeValues(hr *helmv2.HelmRelease, values string, annotations map[string]s
 func TestLifecyclePutDataLoss(t *testing.T) {
 	g := NewWithT(t)
 	f := start(t, nil)
-	installDataLossPolicy(t)
 
 	initial := `{"retentionPeriod":"1y","vmstorage":{"storage":{"size":"50Gi","storageClassName":"fast"}}}`
 	code, b := f.do(http.MethodPost, vmPath, `{"name":"c1","values":`+initial+`}`)
@@ -200,40 +147,6 @@ func TestLifecyclePutDataLoss(t *testing.T) {
 	code, b = f.do(http.MethodPut, vmPath+"/c1", `{"values":{"retentionPeriod":"1d","vmstorage":{"storage":{"emptyDir":true}}},"allow_data_loss":true}`)
 	g.Expect(code).To(Equal(http.StatusAccepted), string(b))
 	g.Expect(f.release("c1").Spec.Values.Raw).To(MatchJSON(`{"retentionPeriod":"1d","vmstorage":{"storage":{"emptyDir":true}}}`))
-}
-
-// TestLifecycleDataLossPolicyKubectl: the same rules for a HelmRelease
-// changed with kubectl, through the chart's ValidatingAdmissionPolicy.
-func TestLifecycleDataLossPolicyKubectl(t *testing.T) {
-	g := NewWithT(t)
-	f := start(t, nil)
-	installDataLossPolicy(t)
-	code, b := f.do(http.MethodPost, vmPath, `{"name":"c1","values":{"retentionPeriod":"1y","vmstorage":{"storage":{"size":"50Gi","storageClassName":"fast"}}}}`)
-	g.Expect(code).To(Equal(http.StatusAccepted), string(b))
-
-	// The same changes through kubectl are refused by the admission
-	// policy (it may take a moment to be in force)...
-	g.Eventually(func() error {
-		return mergeValues(f.release("c1"), `{"retentionPeriod":"1d"}`, nil)
-	}, 30*time.Second, 200*time.Millisecond).Should(MatchError(ContainSubstring("spec.values.retentionPeriod")))
-	for _, tc := range []struct{ values, msg string }{
-		{`{"vmstorage":{"storage":{"emptyDir":true}}}`, "spec.values.vmstorage.storage.emptyDir"},
-		{`{"vmstorage":{"storage":{"size":"20Gi"}}}`, "spec.values.vmstorage.storage.size"},
-		{`{"vmstorage":{"storage":{"storageClassName":"slow"}}}`, "spec.values.vmstorage.storage.storageClassName"},
-	} {
-		err := mergeValues(f.release("c1"), tc.values, nil)
-		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", tc.values, err)
-		g.Expect(err).To(MatchError(ContainSubstring(tc.msg)))
-	}
-	// ...even with the annotation if it is not new in this update...
-	g.Expect(mergeValues(f.release("c1"), `{"retentionPeriod":"2y"}`, map[string]string{vmclusters.AnnotationAllowDataLoss: "once"})).To(Succeed())
-	g.Expect(mergeValues(f.release("c1"), `{"retentionPeriod":"1d"}`, nil)).To(MatchError(ContainSubstring("spec.values.retentionPeriod")))
-	// ...and admitted when the update acknowledges it; a shrink never is.
-	g.Expect(mergeValues(f.release("c1"), `{"vmstorage":{"storage":{"size":"20Gi"}}}`, map[string]string{vmclusters.AnnotationAllowDataLoss: "twice"})).
-		To(MatchError(ContainSubstring("spec.values.vmstorage.storage.size")))
-	g.Expect(mergeValues(f.release("c1"), `{"retentionPeriod":"1d"}`, map[string]string{vmclusters.AnnotationAllowDataLoss: "twice"})).To(Succeed())
-	g.Expect(f.release("c1").Spec.Values.Raw).To(ContainSubstring(`"1d"`))
-
 }
 
 func TestLifecycleETag(t *testing.T) {
@@ -349,7 +262,7 @@ func TestLifecycleDeleteInUse(t *testing.T) {
 			CloudProvider: opsv1.CloudProvider("mock"), Region: "local", K8sClusterName: "dev-cluster", TargetVersion: "1.30",
 			NodeGroupUpgrades: []opsv1.NodeGroupUpgrade{{
 				NodeGroupName: "vmstorage", Strategy: opsv1.StrategyBlueGreen, NewNodeGroupName: "vmstorage-new",
-				RequiresVMStorageRollout: true, VMClusterHelmValues: &runtime.RawExtension{Raw: []byte(`{}`)},
+				RequiresVMStorageRollout: true, VMClusterHelmValues: opsv1.VMClusterHelmValues{},
 			}},
 		},
 	}
