@@ -110,8 +110,15 @@ func TestBinariesRunWithChartArguments(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(st.Version).To(Equal("1.30"))
 
+	// No RBAC refusal. (Other tests of the package create and delete
+	// namespaces with ClusterBackups in them meanwhile; an Event refused
+	// because its namespace is being terminated is not one.)
 	for _, p := range []*binary{api, op} {
-		g.Expect(strings.ToLower(p.log())).NotTo(ContainSubstring("forbidden"), p.log)
+		for _, line := range strings.Split(strings.ToLower(p.log()), "\n") {
+			if strings.Contains(line, "forbidden") && !strings.Contains(line, "because it is being terminated") {
+				t.Errorf("%s", line)
+			}
+		}
 	}
 }
 

@@ -95,7 +95,8 @@ func TestChartAppliesToAPIServer(t *testing.T) {
 func TestNamespacedObjectsNameTheirNamespace(t *testing.T) {
 	g := NewWithT(t)
 	res := renderChart(t, "ops-server", "observability", nil)
-	clusterScoped := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true, "Namespace": true}
+	clusterScoped := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true, "Namespace": true,
+		"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}
 	for _, obj := range res.Objects {
 		if clusterScoped[obj.GetKind()] {
 			g.Expect(obj.GetNamespace()).To(BeEmpty(), describe(obj))

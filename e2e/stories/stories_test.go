@@ -322,6 +322,12 @@ func storyOneActiveUpgrade(t *testing.T) {
 	// brings a second one.
 	code, body := call(t, http.MethodPut, upgrades+"/"+id+"/pause", nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
+	// Of two operations not started yet, the older runs first; creation
+	// times have a resolution of one second (ties go by name), so the
+	// commit comes in a later second than the first operation.
+	created, err := time.Parse(time.RFC3339, fmt.Sprint(bodies[won]["createTime"]))
+	g.Expect(err).NotTo(HaveOccurred(), "%v", bodies[won])
+	g.Eventually(func() bool { return time.Now().Truncate(time.Second).After(created) }, 3*time.Second, 50*time.Millisecond).Should(BeTrue())
 	out, err := kubectlApply(`apiVersion: ops.observability.tidbcloud.com/v1alpha1
 kind: ClusterUpgradeOperation
 metadata:

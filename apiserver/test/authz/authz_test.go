@@ -241,6 +241,7 @@ func (f *fixture) vmcluster(name string) string {
 }
 
 func (f *fixture) upgrade(paused bool) string {
+	f.finishUpgrades()
 	var op struct {
 		ID string `json:"id"`
 	}
@@ -249,6 +250,26 @@ func (f *fixture) upgrade(paused bool) string {
 		f.admin(http.MethodPut, "/ops/api/v1/upgradeOperations/"+op.ID+"/pause", "")
 	}
 	return op.ID
+}
+
+// finishUpgrades marks every operation of the fixture's namespace
+// Succeeded (no operator runs here), so that the next POST for dev-cluster
+// is not refused as a second active upgrade of the cluster.
+func (f *fixture) finishUpgrades() {
+	f.t.Helper()
+	g := NewWithT(f.t)
+	ctx := context.Background()
+	var list opsv1.ClusterUpgradeOperationList
+	g.Expect(f.kube.List(ctx, &list, client.InNamespace(f.ns))).To(Succeed())
+	for i := range list.Items {
+		op := &list.Items[i]
+		if op.Status.Phase == opsv1.UpgradePhaseSucceeded {
+			continue
+		}
+		patched := op.DeepCopy()
+		patched.Status.Phase = opsv1.UpgradePhaseSucceeded
+		g.Expect(f.kube.Status().Patch(ctx, patched, client.MergeFrom(op))).To(Succeed())
+	}
 }
 
 func (f *fixture) backup(vmclusterID string) string {
@@ -307,6 +328,7 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 		id := f.vmcluster(name)
 		return request{path: vmclustersPath + "/" + id + "/backups/" + f.backup(id)}, true
 	case "upgradeOperations.create":
+		f.finishUpgrades()
 		return request{path: "/ops/api/v1/upgradeOperations", body: upgradeRequest, initiatedBy: func(user string) {
 			list := &opsv1.ClusterUpgradeOperationList{}
 			NewWithT(f.t).Expect(f.kube.List(context.Background(), list, client.InNamespace(f.ns))).To(Succeed())
