@@ -51,9 +51,10 @@ var waitingReasons = map[string]bool{
 //	Stalled=True, current                                 FAILED   (Released's reason/message if current and False, else Stalled's)
 //	Released=False, current                               FAILED   (Released's reason/message)
 //	Ready=False, current, reason not a waiting reason     FAILED   (Ready's reason/message)
-//	Ready=True, current                                   RUNNING
+//	Ready=True, current, a release ever deployed          RUNNING
 //	anything else (no status yet, Ready Unknown, Ready
-//	  stale, Ready=False waiting for the source)          CREATING if no release was ever deployed,
+//	  stale, Ready=False waiting for the source, Ready=True
+//	  before the history shows a deployed release)        CREATING if no release was ever deployed,
 //	                                                      UPDATING otherwise
 //
 // "Ever deployed" means status.history has a snapshot whose Helm status is
@@ -98,7 +99,9 @@ func StatusOf(hr *helmv2.HelmRelease) StatusSummary {
 		return summary(StatusFailed, released)
 	case current(ready) && ready.Status == metav1.ConditionFalse && !waitingReasons[ready.Reason]:
 		return summary(StatusFailed, ready)
-	case current(ready) && ready.Status == metav1.ConditionTrue:
+	case current(ready) && ready.Status == metav1.ConditionTrue && installed:
+		// Ready without a deployed release in the history is a status
+		// helm-controller wrote ahead of the history: not running yet.
 		return summary(StatusRunning, ready)
 	default:
 		return summary(inProgress, ready)

@@ -63,6 +63,12 @@ func TestStatusOf(t *testing.T) {
 			want: StatusRunning, wantReason: helmv2.InstallSucceededReason, installed: true,
 		},
 		{
+			name: "ready before the history shows a deployed release",
+			hr: release(1, nil,
+				cond(meta.ReadyCondition, T, helmv2.InstallSucceededReason, "Helm install succeeded", 1)),
+			want: StatusCreating, wantReason: helmv2.InstallSucceededReason,
+		},
+		{
 			name: "periodic reconcile of a ready release stays running",
 			hr: release(3, []string{"deployed", "superseded"},
 				cond(meta.ReadyCondition, T, helmv2.UpgradeSucceededReason, "ok", 3),
