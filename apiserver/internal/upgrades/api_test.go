@@ -299,14 +299,22 @@ func TestPauseResumeDelete(t *testing.T) {
 		s.Phase, s.StartTime = opsv1.UpgradePhaseRunning, &now
 	})
 
+	// PUTs are idempotent: resuming a running operation and pausing a
+	// paused one answer 200 with it and write nothing.
 	code, body = a.do(http.MethodPut, upgrades.BasePath+"/"+op.ID+"/resume", "", nil)
-	g.Expect(code).To(Equal(http.StatusConflict), "not paused: %s", body)
+	g.Expect(code).To(Equal(http.StatusOK), "not paused: %s", body)
+	g.Expect(a.op(body).Paused).To(BeFalse())
 	code, body = a.do(http.MethodPut, upgrades.BasePath+"/"+op.ID+"/pause", "", nil)
 	g.Expect(code).To(Equal(http.StatusOK), string(body))
 	g.Expect(a.op(body).Paused).To(BeTrue())
+	before := &opsv1.ClusterUpgradeOperation{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: a.ns, Name: op.Name}, before)).To(Succeed())
 	code, body = a.do(http.MethodPut, upgrades.BasePath+"/"+op.ID+"/pause", "", nil)
-	g.Expect(code).To(Equal(http.StatusConflict), string(body))
-	g.Expect(string(body)).To(ContainSubstring("already paused"))
+	g.Expect(code).To(Equal(http.StatusOK), string(body))
+	g.Expect(a.op(body).Paused).To(BeTrue())
+	after := &opsv1.ClusterUpgradeOperation{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: a.ns, Name: op.Name}, after)).To(Succeed())
+	g.Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "a repeated pause writes nothing")
 	code, body = a.do(http.MethodPut, upgrades.BasePath+"/"+op.Name+"/resume", "", nil)
 	g.Expect(code).To(Equal(http.StatusOK), string(body))
 	g.Expect(a.op(body).Paused).To(BeFalse())

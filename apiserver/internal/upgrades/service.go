@@ -353,43 +353,65 @@ func newer(a, b *opsv1.ClusterUpgradeOperation) bool {
 	return a.Name < b.Name
 }
 
-// Pause sets spec.paused; 409 when the phase does not allow it.
+// Pause sets spec.paused. Pausing a paused operation answers 200 with it
+// (a retried PUT gets the answer of the first); 409 only when the
+// operation has finished or is being cancelled.
 func (s *Service) Pause(ctx context.Context, id string) (Operation, error) {
 	return s.setPaused(ctx, id, true)
 }
 
-// Resume clears spec.paused; 409 when the operation is not paused.
+// Resume clears spec.paused, with the same rules as Pause: resuming an
+// operation that is not paused answers 200 with it.
 func (s *Service) Resume(ctx context.Context, id string) (Operation, error) {
 	return s.setPaused(ctx, id, false)
 }
+
+// maxPauseAttempts bounds the retries of a pause or resume whose write
+// conflicted with the operator's (it patches the operation constantly).
+const maxPauseAttempts = 5
 
 func (s *Service) setPaused(ctx context.Context, id string, paused bool) (Operation, error) {
 	obj, err := s.find(ctx, id)
 	if err != nil {
 		return Operation{}, err
 	}
-	phase := obj.Status.Phase
-	switch {
-	case phase.IsTerminal():
-		return Operation{}, apierror.Aborted("OPERATION_FINISHED", "upgrade operation %s is %s; a finished operation cannot be paused or resumed", obj.Name, phase)
-	case obj.Spec.Cancel:
-		return Operation{}, apierror.Aborted("OPERATION_CANCELLING", "upgrade operation %s is being cancelled", obj.Name)
-	case paused && obj.Spec.Paused:
-		return Operation{}, apierror.Aborted("ALREADY_PAUSED", "upgrade operation %s is already paused", obj.Name)
-	case !paused && !obj.Spec.Paused:
-		return Operation{}, apierror.Aborted("NOT_PAUSED", "upgrade operation %s is not paused", obj.Name)
+	for attempt := 1; ; attempt++ {
+		phase := obj.Status.Phase
+		switch {
+		case phase.IsTerminal():
+			return Operation{}, apierror.Aborted("OPERATION_FINISHED", "upgrade operation %s is %s; a finished operation cannot be paused or resumed", obj.Name, phase)
+		case obj.Spec.Cancel:
+			return Operation{}, apierror.Aborted("OPERATION_CANCELLING", "upgrade operation %s is being cancelled", obj.Name)
+		case obj.Spec.Paused == paused:
+			// Already as asked: nothing to write.
+			return toOperation(obj), nil
+		}
+		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"spec":{"paused":%t}}`, obj.ResourceVersion, paused)
+		out := obj.DeepCopy()
+		err := s.Writer.Patch(ctx, out, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager))
+		if err == nil {
+			if paused {
+				auth.RecordTarget(ctx, objectRef(out), "PausedThroughAPI", "Paused")
+			} else {
+				auth.RecordTarget(ctx, objectRef(out), "ResumedThroughAPI", "Resumed")
+			}
+			return toOperation(out), nil
+		}
+		if !apierrors.IsConflict(err) || attempt >= maxPauseAttempts {
+			return Operation{}, apierror.FromKubernetes(err)
+		}
+		// The operator changed the operation since it was read: read it
+		// again from the API server (the cache may not have the change
+		// yet) and decide again.
+		fresh := &opsv1.ClusterUpgradeOperation{}
+		if err := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+			if apierrors.IsNotFound(err) {
+				return Operation{}, apierror.FromKubernetes(err)
+			}
+			return Operation{}, fmt.Errorf("reading upgrade operation %s again: %w", obj.Name, err)
+		}
+		obj = fresh
 	}
-	patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"spec":{"paused":%t}}`, obj.ResourceVersion, paused)
-	out := obj.DeepCopy()
-	if err := s.Writer.Patch(ctx, out, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager)); err != nil {
-		return Operation{}, apierror.FromKubernetes(err)
-	}
-	if paused {
-		auth.RecordTarget(ctx, objectRef(out), "PausedThroughAPI", "Paused")
-	} else {
-		auth.RecordTarget(ctx, objectRef(out), "ResumedThroughAPI", "Resumed")
-	}
-	return toOperation(out), nil
 }
 
 // Delete removes an operation that has not started or has finished, and
