@@ -89,15 +89,17 @@ func blocker(op *opsv1.ClusterUpgradeOperation, all []opsv1.ClusterUpgradeOperat
 	return older
 }
 
-// Older orders operations by creation, then namespace and name.
-func Older(a, b *opsv1.ClusterUpgradeOperation) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+// Older orders objects (operations, backups) by creation, then namespace
+// and name: the one order every "who goes first" rule uses.
+func Older(a, b client.Object) bool {
+	ca, cb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	if !ca.Equal(&cb) {
+		return ca.Before(&cb)
 	}
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
+	if a.GetNamespace() != b.GetNamespace() {
+		return a.GetNamespace() < b.GetNamespace()
 	}
-	return a.Name < b.Name
+	return a.GetName() < b.GetName()
 }
 
 // RunningBackup returns "namespace/name" of a Running ClusterBackup (one

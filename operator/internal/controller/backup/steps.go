@@ -107,23 +107,12 @@ func (r *Reconciler) observeOthers(ctx context.Context, b *opsv1.ClusterBackup, 
 		if len(o.Status.Replicas) == 0 {
 			snapshotting = true
 		}
-		if o.Status.Phase.IsTerminal() || o.DeletionTimestamp != nil || !snapshotting || !olderThan(o, b) {
+		if o.Status.Phase.IsTerminal() || o.DeletionTimestamp != nil || !snapshotting || !exclusion.Older(o, b) {
 			continue
 		}
 		w.waitFor = o.Namespace + "/" + o.Name
 	}
 	return nil
-}
-
-// olderThan orders backups by creation, then namespace and name.
-func olderThan(a, b *opsv1.ClusterBackup) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
 }
 
 // plan writes one entry per vmstorage pod — pod, UID, node, endpoint,
