@@ -76,7 +76,8 @@ func TestACKMinorResolvedToNewestPatch(t *testing.T) {
 
 	code, body := a.do(http.MethodPost, upgrades.BasePath+"/dry-run", ackRequest("1.30"), nil)
 	g.Expect(code).To(Equal(http.StatusOK), string(body))
-	g.Expect(a.op(body).Spec.TargetVersion).To(Equal("1.30.2-aliyun.1"), "dry-run reports the resolved version")
+	g.Expect(a.manifest(body).Spec.TargetVersion).To(Equal("1.30.2-aliyun.1"), "dry-run reports the resolved version")
+	g.Expect(a.manifest(body).Metadata.Annotations).To(HaveKeyWithValue(upgrades.AnnotationRequestedVersion, "1.30"))
 	g.Expect(a.count()).To(Equal(0), "dry-run creates nothing")
 
 	code, body = a.do(http.MethodPost, upgrades.BasePath, ackRequest("1.30"), nil)

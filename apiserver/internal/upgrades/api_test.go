@@ -96,6 +96,15 @@ type errorBody struct {
 
 func (a *api) do(method, path, body string, hdr map[string]string) (int, []byte) {
 	a.t.Helper()
+	resp := a.raw(method, path, body, hdr)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// raw sends a request; the caller closes the body.
+func (a *api) raw(method, path, body string, hdr map[string]string) *http.Response {
+	a.t.Helper()
 	req, err := http.NewRequest(method, a.url+path, bytes.NewBufferString(body))
 	NewWithT(a.t).Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Content-Type", "application/json")
@@ -104,15 +113,20 @@ func (a *api) do(method, path, body string, hdr map[string]string) (int, []byte)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	NewWithT(a.t).Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	a.t.Cleanup(func() { _ = resp.Body.Close() })
+	return resp
 }
 
 func (a *api) op(b []byte) upgrades.Operation {
 	var op upgrades.Operation
 	NewWithT(a.t).Expect(json.Unmarshal(b, &op)).To(Succeed(), string(b))
 	return op
+}
+
+func (a *api) manifest(b []byte) upgrades.Manifest {
+	var m upgrades.Manifest
+	NewWithT(a.t).Expect(json.Unmarshal(b, &m)).To(Succeed(), string(b))
+	return m
 }
 
 func (a *api) count() int {
@@ -150,7 +164,7 @@ func TestCreateGetAndDryRun(t *testing.T) {
 
 	code, body := a.do(http.MethodPost, upgrades.BasePath+"/dry-run", seedRequest, nil)
 	g.Expect(code).To(Equal(http.StatusOK), string(body))
-	dry := a.op(body)
+	dry := a.manifest(body)
 	g.Expect(a.count()).To(Equal(0), "dry-run creates nothing")
 	g.Expect(dry.Spec.NodeGroupUpgrades[1].VMStorageSTSName).To(Equal("vmstorage-vmcluster"))
 	g.Expect(dry.Spec.NodeGroupUpgrades[1].VMStorageSTSNamespace).To(Equal("observability"))
@@ -160,11 +174,14 @@ func TestCreateGetAndDryRun(t *testing.T) {
 	op := a.op(body)
 	g.Expect(op.ID).NotTo(BeEmpty())
 	g.Expect(op.Phase).To(Equal("Pending"))
-	g.Expect(op.Spec).To(Equal(dry.Spec), "dry-run shows exactly what POST creates")
 	g.Expect(op.InitiatedBy).To(Equal("system:serviceaccount:ci:robot"))
 
 	obj := &opsv1.ClusterUpgradeOperation{}
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: a.ns, Name: op.Name}, obj)).To(Succeed())
+	g.Expect(dry.Spec).To(Equal(obj.Spec), "dry-run shows exactly the spec POST creates")
+	g.Expect(dry.Metadata.Labels).To(Equal(obj.Labels))
+	g.Expect(dry.Metadata.Annotations).To(Equal(obj.Annotations))
+	g.Expect(dry.Metadata.Namespace).To(Equal(obj.Namespace))
 	g.Expect(obj.Spec.NodeGroupUpgrades[1].VMStorageSTSName).To(Equal("vmstorage-vmcluster"))
 	g.Expect(obj.Status.ObservedGeneration).To(Equal(int64(-1)))
 

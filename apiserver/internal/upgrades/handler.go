@@ -1,9 +1,14 @@
 package upgrades
 
 import (
+	"fmt"
+	"mime"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
@@ -75,11 +80,50 @@ func (h *Handler) dryRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	op, err := h.Svc.DryRun(c.Request().Context(), req, key)
+	m, err := h.Svc.DryRun(c.Request().Context(), req, key)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, op)
+	if wantsYAML(c.Request().Header.Values(echo.HeaderAccept)) {
+		b, err := yaml.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("encoding the dry-run manifest as YAML: %w", err)
+		}
+		return c.Blob(http.StatusOK, YAMLContentType, b)
+	}
+	return c.JSON(http.StatusOK, m)
+}
+
+// YAMLContentType is the media type of a dry run answered in YAML.
+const YAMLContentType = "application/yaml"
+
+// wantsYAML reports whether an Accept header asks for YAML
+// (application/yaml, or the older application/x-yaml and text/yaml)
+// rather than JSON; JSON is the default, and wins when both are listed
+// without a preference.
+func wantsYAML(accept []string) bool {
+	yamlQ, jsonQ := -1.0, -1.0
+	for _, h := range accept {
+		for _, part := range strings.Split(h, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			q := 1.0
+			if v, ok := params["q"]; ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					q = f
+				}
+			}
+			switch mt {
+			case YAMLContentType, "application/x-yaml", "text/yaml":
+				yamlQ = max(yamlQ, q)
+			case echo.MIMEApplicationJSON, "application/*", "*/*":
+				jsonQ = max(jsonQ, q)
+			}
+		}
+	}
+	return yamlQ > 0 && yamlQ > jsonQ
 }
 
 func (h *Handler) list(c echo.Context) error {

@@ -119,21 +119,27 @@ func specForCompare(s opsv1.ClusterUpgradeOperationSpec) opsv1.ClusterUpgradeOpe
 	return s
 }
 
-// DryRun returns exactly the object Create would make, after the API
-// server's own validation and defaulting (server-side dry run). Without an
-// idempotency key the name shown is one the API server generated for the
-// dry run; the real create generates another.
-func (s *Service) DryRun(ctx context.Context, req *Request, key string) (Operation, error) {
+// DryRun returns the ClusterUpgradeOperation Create would make, as the
+// API server returns it from a server-side dry-run create (its validation
+// and defaults applied), cut to what a manifest holds: apiVersion, kind,
+// metadata (name, namespace, labels, annotations) and spec. The name is
+// concrete, so `kubectl apply -f` of the output creates the operation
+// under the name it shows: derived from the idempotency key as Create
+// does, or else a fresh random name. A dry run takes no lock and reads no
+// earlier request: it writes nothing.
+func (s *Service) DryRun(ctx context.Context, req *Request, key string) (Manifest, error) {
 	req, err := s.checkCloud(ctx, req)
 	if err != nil {
-		return Operation{}, err
+		return Manifest{}, err
 	}
 	obj := s.build(ctx, req, key)
-	if err := s.Writer.Create(ctx, obj, client.DryRunAll, client.FieldOwner(FieldManager)); err != nil {
-		return Operation{}, apierror.FromKubernetes(err)
+	if key == "" {
+		obj.GenerateName, obj.Name = "", randomName()
 	}
-	obj.UID = ""
-	return toOperation(obj), nil
+	if err := s.Writer.Create(ctx, obj, client.DryRunAll, client.FieldOwner(FieldManager)); err != nil {
+		return Manifest{}, apierror.FromKubernetes(err)
+	}
+	return toManifest(obj), nil
 }
 
 // checkCloud refuses, at request time, an operation the operator could

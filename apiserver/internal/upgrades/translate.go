@@ -132,3 +132,18 @@ func timePtr(t *metav1.Time) *time.Time {
 	u := t.UTC()
 	return &u
 }
+
+// toManifest is the manifest view of an object: what `kubectl apply -f`
+// needs to create it again, nothing the API server sets (uid,
+// resourceVersion, creationTimestamp, generation, managedFields, status).
+func toManifest(o *opsv1.ClusterUpgradeOperation) Manifest {
+	m := Manifest{
+		APIVersion: opsv1.GroupVersion.String(), Kind: opsv1.ClusterUpgradeOperationKind,
+		Metadata: ManifestMetadata{Name: o.Name, Namespace: o.Namespace, Labels: o.Labels, Annotations: o.Annotations},
+		Spec:     *o.Spec.DeepCopy(),
+	}
+	if len(m.Metadata.Annotations) == 0 {
+		m.Metadata.Annotations = nil
+	}
+	return m
+}

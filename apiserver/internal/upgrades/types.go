@@ -8,6 +8,8 @@ package upgrades
 import (
 	"encoding/json"
 	"time"
+
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
 // Paths.
@@ -72,6 +74,23 @@ type Operation struct {
 	CreateTime     *time.Time `json:"createTime,omitempty"`
 	StartTime      *time.Time `json:"startTime,omitempty"`
 	CompletionTime *time.Time `json:"completionTime,omitempty"`
+}
+
+// Manifest is the ClusterUpgradeOperation a dry run would create, ready
+// to commit to Git or pipe to `kubectl apply -f -` (see Service.DryRun).
+type Manifest struct {
+	APIVersion string                            `json:"apiVersion"`
+	Kind       string                            `json:"kind"`
+	Metadata   ManifestMetadata                  `json:"metadata"`
+	Spec       opsv1.ClusterUpgradeOperationSpec `json:"spec"`
+}
+
+// ManifestMetadata is the metadata of a Manifest.
+type ManifestMetadata struct {
+	Name        string            `json:"name"`
+	Namespace   string            `json:"namespace"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // Step is one step of the plan.
