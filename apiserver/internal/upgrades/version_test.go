@@ -2,8 +2,6 @@ package upgrades
 
 import (
 	"context"
-	"sort"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -13,79 +11,6 @@ import (
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 )
-
-func TestSortVersions(t *testing.T) {
-	g := NewWithT(t)
-	vs := []string{"1.31.1-aliyun.1", "1.30.10-aliyun.1", "1.30.9-aliyun.2", "1.30.9-aliyun.10", "1.29.3-aliyun.1", "1.30.9-aliyun.1", "1.30"}
-	sortVersions(vs)
-	g.Expect(vs).To(Equal([]string{"1.29.3-aliyun.1", "1.30", "1.30.9-aliyun.1", "1.30.9-aliyun.2", "1.30.9-aliyun.10", "1.30.10-aliyun.1", "1.31.1-aliyun.1"}))
-}
-
-func TestPickVersion(t *testing.T) {
-	available := []string{"1.29.3-aliyun.1", "1.30.1-aliyun.1", "1.30.1-aliyun.2", "1.30.2-aliyun.1", "1.30.10-aliyun.1", "1.31.1-aliyun.1"}
-	sortVersions(available)
-	cases := []struct {
-		name, requested, want string
-		ok                    bool
-	}{
-		{"minor to its newest patch", "1.30", "1.30.10-aliyun.1", true},
-		{"the current minor", "1.29", "1.29.3-aliyun.1", true},
-		{"patch to its newest build", "1.30.1", "1.30.1-aliyun.2", true},
-		{"full version available", "1.30.2-aliyun.1", "1.30.2-aliyun.1", true},
-		{"full version not available", "1.30.3-aliyun.1", "", false},
-		{"full version is not a prefix", "1.30.1-aliyun", "", false},
-		{"unknown minor", "1.33", "", false},
-		{"no partial component match", "1.3", "", false},
-		{"unknown patch", "1.30.3", "", false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			got, ok := pickVersion(tc.requested, available)
-			g.Expect(ok).To(Equal(tc.ok))
-			g.Expect(got).To(Equal(tc.want))
-		})
-	}
-	got, ok := pickVersion("1.30", nil)
-	NewWithT(t).Expect([]any{got, ok}).To(Equal([]any{"", false}), "nothing available")
-}
-
-func FuzzPickVersion(f *testing.F) {
-	f.Add("1.30", "1.30.1-aliyun.1,1.30.2-aliyun.1,1.31.1-aliyun.1")
-	f.Add("1.30.1-aliyun.1", "1.30.1-aliyun.1")
-	f.Add("1.3", "1.30.1-aliyun.1,1.3.0-aliyun.1")
-	f.Fuzz(func(t *testing.T, requested, list string) {
-		available := strings.Split(list, ",")
-		sortVersions(available)
-		if !sort.SliceIsSorted(available, func(i, j int) bool { return compareVersions(available[i], available[j]) < 0 }) {
-			t.Fatalf("not sorted: %q", available)
-		}
-		got, ok := pickVersion(requested, available)
-		if !ok {
-			for _, v := range available {
-				if v == requested {
-					t.Fatalf("%q is available but was not picked", requested)
-				}
-			}
-			return
-		}
-		found := false
-		for _, v := range available {
-			found = found || v == got
-		}
-		if !found {
-			t.Fatalf("picked %q, not in %q", got, available)
-		}
-		if got != requested && !strings.HasPrefix(got, requested+".") && !strings.HasPrefix(got, requested+"-") {
-			t.Fatalf("picked %q for %q", got, requested)
-		}
-		for _, v := range available {
-			if got != requested && (strings.HasPrefix(v, requested+".") || strings.HasPrefix(v, requested+"-")) && compareVersions(v, got) > 0 {
-				t.Fatalf("picked %q for %q, but %q is newer", got, requested, v)
-			}
-		}
-	})
-}
 
 // lister is a provider that lists versions (or fails).
 type lister struct {
