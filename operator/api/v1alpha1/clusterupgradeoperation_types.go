@@ -110,8 +110,18 @@ const (
 // To change a plan, cancel (or delete) the operation and create a new one.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.clusterAddons) || size(self.clusterAddons) == 0 || self.cloudProvider in ['eks', 'ack', 'mock']",message="clusterAddons is only supported with cloudProvider eks, ack or mock",fieldPath=".clusterAddons",reason="FieldValueForbidden"
-// +kubebuilder:validation:XValidation:rule="self.cloudProvider != 'aks' || !has(self.nodeGroupUpgrades) || self.nodeGroupUpgrades.all(n, !has(n.newNodeGroupName) || n.newNodeGroupName.matches('^[a-z][a-z0-9]{0,11}$'))",message="nodeGroupUpgrades[].newNodeGroupName must be at most 12 lowercase letters and digits, starting with a letter, for cloudProvider aks",fieldPath=".nodeGroupUpgrades"
-// +kubebuilder:validation:XValidation:rule="self.cloudProvider != 'gke' || !has(self.nodeGroupUpgrades) || self.nodeGroupUpgrades.all(n, !has(n.newNodeGroupName) || n.newNodeGroupName.matches('^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$'))",message="nodeGroupUpgrades[].newNodeGroupName must be at most 40 characters and start with a letter for cloudProvider gke",fieldPath=".nodeGroupUpgrades"
+// +kubebuilder:validation:XValidation:rule=`self.cloudProvider != 'eks' || self.k8sClusterName.matches(r'^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$')`,message="k8sClusterName must be 1 to 100 letters, digits, '-' and '_', starting with a letter or digit, for cloudProvider eks",fieldPath=".k8sClusterName"
+// +kubebuilder:validation:XValidation:rule=`self.cloudProvider != 'gke' || self.k8sClusterName.matches(r'^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$')`,message="k8sClusterName must be 1 to 40 lowercase letters, digits and '-', starting with a letter and not ending with '-', for cloudProvider gke",fieldPath=".k8sClusterName"
+// +kubebuilder:validation:XValidation:rule=`self.cloudProvider != 'aks' || self.k8sClusterName.matches(r'^[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?$')`,message="k8sClusterName must be 1 to 63 letters, digits, '-' and '_', starting and ending with a letter or digit, for cloudProvider aks",fieldPath=".k8sClusterName"
+// +kubebuilder:validation:XValidation:rule=`self.cloudProvider != 'ack' || self.k8sClusterName.matches(r'^[\p{Han}A-Za-z0-9][\p{Han}A-Za-z0-9_-]{0,62}$')`,message="k8sClusterName must be 1 to 63 Chinese characters, letters, digits, '-' and '_', not starting with '-' or '_', for cloudProvider ack",fieldPath=".k8sClusterName"
+// +kubebuilder:validation:XValidation:rule=`self.cloudProvider != 'mock' || self.k8sClusterName.matches(r'^[a-z0-9]([-a-z0-9]{0,98}[a-z0-9])?$')`,message="k8sClusterName must be 1 to 100 lowercase letters, digits and '-', starting and ending with a letter or digit, for cloudProvider mock",fieldPath=".k8sClusterName"
+// +kubebuilder:validation:XValidation:rule=`self.cloudProvider != 'eks' || !has(self.nodeGroupUpgrades) || self.nodeGroupUpgrades.all(n, n.nodeGroupName.matches(r'^[0-9A-Za-z][A-Za-z0-9_-]{0,62}$') && (!has(n.newNodeGroupName) || n.newNodeGroupName.matches(r'^[0-9A-Za-z][A-Za-z0-9_-]{0,62}$')))`,message="nodeGroupUpgrades[].nodeGroupName and newNodeGroupName must be 1 to 63 letters, digits, '-' and '_', starting with a letter or digit, for cloudProvider eks",fieldPath=".nodeGroupUpgrades"
+// +kubebuilder:validation:XValidation:rule=`self.cloudProvider != 'gke' || !has(self.nodeGroupUpgrades) || self.nodeGroupUpgrades.all(n, n.nodeGroupName.matches(r'^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$') && (!has(n.newNodeGroupName) || n.newNodeGroupName.matches(r'^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$')))`,message="nodeGroupUpgrades[].nodeGroupName and newNodeGroupName must be 1 to 40 lowercase letters, digits and '-', starting with a letter and not ending with '-', for cloudProvider gke",fieldPath=".nodeGroupUpgrades"
+// +kubebuilder:validation:XValidation:rule=`self.cloudProvider != 'aks' || !has(self.nodeGroupUpgrades) || self.nodeGroupUpgrades.all(n, n.nodeGroupName.matches(r'^[a-z][a-z0-9]{0,11}$') && (!has(n.newNodeGroupName) || n.newNodeGroupName.matches(r'^[a-z][a-z0-9]{0,11}$')))`,message="nodeGroupUpgrades[].nodeGroupName and newNodeGroupName must be 1 to 12 lowercase letters and digits, starting with a letter, for cloudProvider aks",fieldPath=".nodeGroupUpgrades"
+// +kubebuilder:validation:XValidation:rule=`self.cloudProvider != 'ack' || !has(self.nodeGroupUpgrades) || self.nodeGroupUpgrades.all(n, n.nodeGroupName.matches(r'^[\p{Han}A-Za-z0-9][\p{Han}A-Za-z0-9_-]{0,62}$') && (!has(n.newNodeGroupName) || n.newNodeGroupName.matches(r'^[\p{Han}A-Za-z0-9][\p{Han}A-Za-z0-9_-]{0,62}$')))`,message="nodeGroupUpgrades[].nodeGroupName and newNodeGroupName must be 1 to 63 Chinese characters, letters, digits, '-' and '_', not starting with '-' or '_', for cloudProvider ack",fieldPath=".nodeGroupUpgrades"
+// +kubebuilder:validation:XValidation:rule=`self.cloudProvider != 'mock' || !has(self.nodeGroupUpgrades) || self.nodeGroupUpgrades.all(n, n.nodeGroupName.matches(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$') && (!has(n.newNodeGroupName) || n.newNodeGroupName.matches(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')))`,message="nodeGroupUpgrades[].nodeGroupName and newNodeGroupName must be 1 to 63 lowercase letters, digits and '-', starting and ending with a letter or digit, for cloudProvider mock",fieldPath=".nodeGroupUpgrades"
+// +kubebuilder:validation:XValidation:rule=`self.cloudProvider != 'ack' || self.targetVersion.matches(r'^[0-9]+\.[0-9]+(\.[0-9]+(-aliyun\.[0-9]+)?)?$')`,message="targetVersion: cloud provider ack needs a minor such as 1.31 (resolved to the newest available patch) or a full ACK version such as 1.31.1-aliyun.1",fieldPath=".targetVersion"
+// +kubebuilder:validation:XValidation:rule=`self.cloudProvider != 'ack' || !has(self.clusterAddons) || self.clusterAddons.all(a, !has(a.resolveConflicts))`,message="clusterAddons[].resolveConflicts is an EKS setting; cloud provider ack has no such option",fieldPath=".clusterAddons",reason="FieldValueForbidden"
 // +kubebuilder:validation:XValidation:rule="self.k8sClusterName == oldSelf.k8sClusterName",message="k8sClusterName is immutable",fieldPath=".k8sClusterName"
 // +kubebuilder:validation:XValidation:rule="self.region == oldSelf.region",message="region is immutable",fieldPath=".region"
 // +kubebuilder:validation:XValidation:rule="self.cloudProvider == oldSelf.cloudProvider",message="cloudProvider is immutable",fieldPath=".cloudProvider"
@@ -122,12 +132,18 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)",message="cancel cannot be set back to false once it is true",fieldPath=".cancel"
 type ClusterUpgradeOperationSpec struct {
 	// K8sClusterName is the name of the managed Kubernetes cluster in the
-	// cloud (the EKS, GKE, AKS or ACK cluster name): lowercase letters,
-	// digits and '-', starting and ending with a letter or digit.
+	// cloud, as the cloud names it: EKS 1-100 letters, digits, '-' and
+	// '_' (e.g. Prod_Cluster-01); GKE 1-40 lowercase letters, digits and
+	// '-', starting with a letter; AKS 1-63 letters, digits, '-' and '_',
+	// starting and ending with a letter or digit; ACK 1-63 Chinese
+	// characters, letters, digits, '-' and '_'; mock a DNS label. The
+	// label ops.observability.tidbcloud.com/k8s-cluster-name holds it, or
+	// a hash of it when it is not a valid label value (see
+	// ClusterNameLabelValue).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=100
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^[\p{Han}A-Za-z0-9][\p{Han}A-Za-z0-9_-]*$`
 	K8sClusterName string `json:"k8sClusterName"`
 
 	// Region is the cloud region (or zone, for a zonal GKE cluster) of the
@@ -231,12 +247,15 @@ type ClusterAddon struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.vmstorageSTSNamespace) || (has(self.requiresVMStorageRollout) && self.requiresVMStorageRollout)",message="vmstorageSTSNamespace requires requiresVMStorageRollout: true",fieldPath=".vmstorageSTSNamespace",reason="FieldValueForbidden"
 type NodeGroupUpgrade struct {
 	// NodeGroupName is the name of the existing node group (EKS node group,
-	// GKE/AKS/ACK node pool) to upgrade: a DNS label (lowercase letters,
-	// digits and '-', at most 63 characters).
+	// GKE/AKS/ACK node pool) to upgrade, as the cloud names it: EKS 1-63
+	// letters, digits, '-' and '_'; GKE 1-40 lowercase letters, digits and
+	// '-', starting with a letter; AKS 1-12 lowercase letters and digits,
+	// starting with a letter; ACK 1-63 Chinese characters, letters,
+	// digits, '-' and '_'; mock a DNS label.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^[\p{Han}A-Za-z0-9][\p{Han}A-Za-z0-9_-]*$`
 	NodeGroupName string `json:"nodeGroupName"`
 
 	// Strategy is how the node group is upgraded: blue-green (create
@@ -257,13 +276,11 @@ type NodeGroupUpgrade struct {
 	// NewNodeGroupName is the node group that a blue-green upgrade creates at
 	// the target version. Required for blue-green (there is no generated
 	// default), forbidden for in-place, and it must differ from
-	// nodeGroupName. A DNS label; AKS additionally allows at most 12
-	// lowercase letters and digits starting with a letter, GKE at most 40
-	// characters starting with a letter.
+	// nodeGroupName. The cloud's naming rules of nodeGroupName apply.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^[\p{Han}A-Za-z0-9][\p{Han}A-Za-z0-9_-]*$`
 	NewNodeGroupName string `json:"newNodeGroupName,omitempty"`
 
 	// VMClusterHelmValues is a partial VMCluster spec merged into VMCluster
@@ -555,6 +572,14 @@ type ClusterUpgradeOperationStatus struct {
 	// Succeeded, Failed, Cancelling or Cancelled.
 	// +optional
 	Phase UpgradePhase `json:"phase,omitempty"`
+
+	// ResolvedTargetVersion is the version the steps upgrade to, fixed by
+	// the preflight: spec.targetVersion, or on ACK the full version it was
+	// resolved to (1.30 → the newest 1.30 version ACK offers the cluster),
+	// recorded once so that a restart never resolves it differently.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	ResolvedTargetVersion string `json:"resolvedTargetVersion,omitempty"`
 
 	// Conditions are Ready, Reconciling and Stalled.
 	// +optional

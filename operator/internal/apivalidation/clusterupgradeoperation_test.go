@@ -131,8 +131,12 @@ func TestClusterUpgradeOperationCreate(t *testing.T) {
 
 		// cloudProvider and strategy enums.
 		{name: "cloudProvider gke", mutate: func(s obj) { s["cloudProvider"] = "gke"; delete(s, "clusterAddons") }},
-		{name: "cloudProvider aks", mutate: func(s obj) { s["cloudProvider"] = "aks"; delete(s, "clusterAddons") }},
-		{name: "cloudProvider ack", mutate: func(s obj) { s["cloudProvider"] = "ack" }},
+		{name: "cloudProvider aks", mutate: func(s obj) {
+			s["cloudProvider"] = "aks"
+			delete(s, "clusterAddons")
+			item(s, "nodeGroupUpgrades", 0)["nodeGroupName"] = "obsng"
+		}},
+		{name: "cloudProvider ack", mutate: func(s obj) { s["cloudProvider"] = "ack"; delete(item(s, "clusterAddons", 0), "resolveConflicts") }},
 		{name: "cloudProvider mock", mutate: func(s obj) { s["cloudProvider"] = "mock" }},
 		{name: "cloudProvider unknown", mutate: func(s obj) { s["cloudProvider"] = "azure" },
 			reject: rejected("spec.cloudProvider", `Unsupported value: "azure"`)},
@@ -224,27 +228,26 @@ func TestClusterUpgradeOperationCreate(t *testing.T) {
 		{name: "vmstorageSTSNamespace not a DNS label", mutate: setNodeGroups(vmstorageWith(func(n obj) { n["vmstorageSTSNamespace"] = "obs_ns" })),
 			reject: rejected(ng0+".vmstorageSTSNamespace", "should match")},
 
-		// Names are DNS-safe.
-		{name: "k8sClusterName with upper case", mutate: func(s obj) { s["k8sClusterName"] = "My-Cluster" },
+		// Names: what no cloud allows (each cloud's own rules: cloudnames_test.go).
+		{name: "k8sClusterName with space", mutate: func(s obj) { s["k8sClusterName"] = "my cluster" },
 			reject: rejected("spec.k8sClusterName", "should match")},
-		{name: "k8sClusterName with underscore", mutate: func(s obj) { s["k8sClusterName"] = "my_cluster" },
-			reject: rejected("spec.k8sClusterName", "should match")},
-		{name: "k8sClusterName ending in dash", mutate: func(s obj) { s["k8sClusterName"] = "my-cluster-" },
+		{name: "k8sClusterName starting with underscore", mutate: func(s obj) { s["k8sClusterName"] = "_cluster" },
 			reject: rejected("spec.k8sClusterName", "should match")},
 		{name: "region with space", mutate: func(s obj) { s["region"] = "us west 2" },
 			reject: rejected("spec.region", "should match")},
-		{name: "nodeGroupName with underscore", mutate: setFirstNodeGroup("nodeGroupName", "observability_ng"),
-			reject: rejected(ng0+".nodeGroupName", "should match")},
 		{name: "nodeGroupName with dot", mutate: setFirstNodeGroup("nodeGroupName", "observability.ng"),
 			reject: rejected(ng0+".nodeGroupName", "should match")},
-		{name: "newNodeGroupName upper case", mutate: setNodeGroups(vmstorageWith(func(n obj) { n["newNodeGroupName"] = "VMStorage-130" })),
+		{name: "newNodeGroupName with slash", mutate: setNodeGroups(vmstorageWith(func(n obj) { n["newNodeGroupName"] = "vmstorage/130" })),
 			reject: rejected(ng0+".newNodeGroupName", "should match")},
 		{name: "addon name upper case", mutate: func(s obj) { item(s, "clusterAddons", 0)["name"] = "VPC-CNI" },
 			reject: rejected("spec.clusterAddons[0].name", "should match")},
 
 		// Versions are well-formed.
 		{name: "targetVersion major.minor.patch", mutate: func(s obj) { s["targetVersion"] = "1.30.4" }},
-		{name: "targetVersion ACK full version", mutate: func(s obj) { s["cloudProvider"] = "ack"; s["targetVersion"] = "1.31.1-aliyun.1" }},
+		{name: "targetVersion ACK full version", mutate: func(s obj) {
+			s["cloudProvider"], s["targetVersion"] = "ack", "1.31.1-aliyun.1"
+			delete(item(s, "clusterAddons", 0), "resolveConflicts")
+		}},
 		{name: "targetVersion with v prefix", mutate: func(s obj) { s["targetVersion"] = "v1.30" },
 			reject: rejected("spec.targetVersion", "should match")},
 		{name: "targetVersion major only", mutate: func(s obj) { s["targetVersion"] = "1" },
@@ -297,7 +300,7 @@ func TestClusterUpgradeOperationCreate(t *testing.T) {
 			s["cloudProvider"] = "aks"
 			delete(s, "clusterAddons")
 			setNodeGroups(vmstorageNG())(s)
-		}, reject: rejected("spec.nodeGroupUpgrades", "newNodeGroupName must be at most 12 lowercase letters and digits")},
+		}, reject: rejected("spec.nodeGroupUpgrades", "newNodeGroupName must be 1 to 12 lowercase letters and digits")},
 		{name: "aks newNodeGroupName too long", mutate: func(s obj) {
 			s["cloudProvider"] = "aks"
 			delete(s, "clusterAddons")
