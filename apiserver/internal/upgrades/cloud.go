@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
 
@@ -41,7 +42,11 @@ func ParseClusterQuery(q url.Values, addons bool) (ClusterQuery, *apierror.Error
 			v = append(v, apierror.Violation(field, "must consist of lowercase letters, digits and '-' (at most %d characters)", max))
 		}
 	}
-	check("k8sClusterName", c.K8sClusterName, maxClusterName)
+	if c.K8sClusterName == "" {
+		v = append(v, apierror.Violation("k8sClusterName", "is required"))
+	} else if nr, _ := opsv1.ClusterNameRule(opsv1.CloudProvider(c.CloudProvider)); nr.Check(c.K8sClusterName) != "" {
+		v = append(v, apierror.Violation("k8sClusterName", "%s", nr.Check(c.K8sClusterName)))
+	}
 	check("region", c.Region, maxLabel)
 	switch {
 	case c.CloudProvider == "":

@@ -171,7 +171,7 @@ func (s *Service) build(ctx context.Context, req *Request, key string) *opsv1.Cl
 	obj := &opsv1.ClusterUpgradeOperation{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   s.Namespace,
-			Labels:      map[string]string{LabelCluster: req.K8sClusterName},
+			Labels:      map[string]string{LabelCluster: opsv1.ClusterNameLabelValue(req.K8sClusterName)},
 			Annotations: map[string]string{},
 		},
 		Spec: toSpec(req),

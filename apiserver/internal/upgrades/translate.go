@@ -14,7 +14,10 @@ import (
 const (
 	AnnotationIdempotencyKey = "ops.observability.tidbcloud.com/idempotency-key"
 	AnnotationInitiatedBy    = "ops.observability.tidbcloud.com/initiated-by"
-	LabelCluster             = "ops.observability.tidbcloud.com/k8s-cluster-name"
+	// LabelCluster names the operation's cluster in a label-safe form
+	// (opsv1.ClusterNameLabelValue: the name, or a hash of a name that is
+	// not a valid label value).
+	LabelCluster = opsv1.LabelClusterName
 )
 
 // toSpec builds the CR spec from a validated request, defaults applied

@@ -20,9 +20,7 @@ var (
 	dnsLabel      = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 	versionRE     = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+)?(-[a-z0-9]+([.-][a-z0-9]+)*)?$`)
 	addonVersion  = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+)*([-+][0-9A-Za-z]+([.-][0-9A-Za-z]+)*)?$`)
-	aksPoolName   = regexp.MustCompile(`^[a-z][a-z0-9]{0,11}$`)
-	ackVersion    = regexp.MustCompile(`^[0-9]+\.[0-9]+(\.[0-9]+(-aliyun\.[0-9]+)?)?$`)
-	gkePoolName   = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$`)
+	ackVersion    = regexp.MustCompile(opsv1.ACKTargetVersionPattern)
 	providers     = []string{"eks", "gke", "aks", "ack", "mock"}
 	strategies    = []string{"blue-green", "in-place"}
 	resolveValues = []string{"NONE", "OVERWRITE", "PRESERVE"}
@@ -30,7 +28,6 @@ var (
 
 const (
 	maxItems           = 32
-	maxClusterName     = 100
 	maxLabel           = 63
 	maxVersion         = 64
 	maxAddonVersion    = 128
@@ -68,7 +65,23 @@ func Validate(r *Request) []apierror.FieldViolation {
 			add(field, "must consist of lowercase letters, digits and '-', and start and end with a letter or digit")
 		}
 	}
-	name("k8sClusterName", r.K8sClusterName, maxClusterName, true)
+	provider := opsv1.CloudProvider(r.CloudProvider)
+	// cloudName checks a cluster or node-group name against the cloud's
+	// naming rules (opsv1.ClusterNameRule, NodeGroupNameRule), the same
+	// patterns the CRD's CEL rules hold.
+	cloudName := func(field, value string, rule func(opsv1.CloudProvider) (opsv1.NameRule, bool), required bool) {
+		nr, _ := rule(provider)
+		switch {
+		case value == "" && required:
+			add(field, "is required")
+		case value == "":
+		default:
+			if msg := nr.Check(value); msg != "" {
+				add(field, "%s", msg)
+			}
+		}
+	}
+	cloudName("k8sClusterName", r.K8sClusterName, opsv1.ClusterNameRule, true)
 	name("region", r.Region, maxLabel, true)
 	if r.CloudProvider == "" {
 		add("cloudProvider", "is required (one of %s)", strings.Join(providers, ", "))
@@ -84,7 +97,7 @@ func Validate(r *Request) []apierror.FieldViolation {
 		// ACK upgrades only to its full versions: a shorter one is
 		// resolved against the versions ACK offers the cluster at request
 		// time (resolveTarget), a foreign suffix never matches.
-		add("targetVersion", "cloud provider ack needs a minor such as 1.31 (resolved to the newest available patch) or a full ACK version such as 1.31.1-aliyun.1, not %q", r.TargetVersion)
+		add("targetVersion", "%s, not %q", opsv1.ACKTargetVersionRule, r.TargetVersion)
 	}
 	if r.Schedule != "" {
 		if _, err := time.Parse(time.RFC3339, r.Schedule); err != nil {
@@ -116,7 +129,7 @@ func Validate(r *Request) []apierror.FieldViolation {
 			if !oneOf(a.ResolveConflicts, resolveValues) {
 				add(f+".resolveConflicts", "must be one of %s", strings.Join(resolveValues, ", "))
 			} else if r.CloudProvider == "ack" {
-				add(f+".resolveConflicts", "is an EKS setting; cloud provider ack has no such option")
+				add(f+".resolveConflicts", "%s", opsv1.ResolveConflictsOnACK)
 			}
 		}
 	}
@@ -131,7 +144,7 @@ func Validate(r *Request) []apierror.FieldViolation {
 	seenGroup, seenNew := map[string]bool{}, map[string]bool{}
 	for i, n := range r.NodeGroupUpgrades {
 		f := fmt.Sprintf("nodeGroupUpgrades[%d]", i)
-		name(f+".nodeGroupName", n.NodeGroupName, maxLabel, true)
+		cloudName(f+".nodeGroupName", n.NodeGroupName, opsv1.NodeGroupNameRule, true)
 		if n.NodeGroupName != "" && seenGroup[n.NodeGroupName] {
 			add(f+".nodeGroupName", "duplicate node group %q", n.NodeGroupName)
 		}
@@ -148,7 +161,7 @@ func Validate(r *Request) []apierror.FieldViolation {
 		case !blueGreen && n.NewNodeGroupName != "" && n.Strategy != "":
 			add(f+".newNodeGroupName", "is only valid with strategy blue-green")
 		case n.NewNodeGroupName != "":
-			name(f+".newNodeGroupName", n.NewNodeGroupName, maxLabel, false)
+			cloudName(f+".newNodeGroupName", n.NewNodeGroupName, opsv1.NodeGroupNameRule, false)
 			switch {
 			case n.NewNodeGroupName == n.NodeGroupName:
 				add(f+".newNodeGroupName", "must differ from nodeGroupName")
@@ -156,10 +169,6 @@ func Validate(r *Request) []apierror.FieldViolation {
 				add(f+".newNodeGroupName", "must not be the nodeGroupName of another entry")
 			case seenNew[n.NewNodeGroupName]:
 				add(f+".newNodeGroupName", "duplicate new node group %q", n.NewNodeGroupName)
-			case r.CloudProvider == "aks" && !aksPoolName.MatchString(n.NewNodeGroupName):
-				add(f+".newNodeGroupName", "must be at most 12 lowercase letters and digits, starting with a letter, for cloud provider aks")
-			case r.CloudProvider == "gke" && !gkePoolName.MatchString(n.NewNodeGroupName):
-				add(f+".newNodeGroupName", "must be at most 40 characters and start with a letter for cloud provider gke")
 			}
 			seenNew[n.NewNodeGroupName] = true
 		}

@@ -2,41 +2,19 @@ package upgrades
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades/upgradestest"
 )
 
-const validBody = `{
-  "k8sClusterName": "my-eks-cluster",
-  "region": "us-west-2",
-  "cloudProvider": "eks",
-  "targetVersion": "1.30",
-  "schedule": "2026-05-06T12:00:00Z",
-  "clusterAddons": [{"name": "vpc-cni", "version": "v1.18.5-eksbuild.1", "resolveConflicts": "PRESERVE"}],
-  "nodeGroupUpgrades": [
-    {"nodeGroupName": "observability-ng", "strategy": "in-place", "requiresVMStorageRollout": false},
-    {"nodeGroupName": "vmstorage", "strategy": "blue-green", "requiresVMStorageRollout": true,
-     "newNodeGroupName": "vmstorage-130", "vmClusterHelmValues": {"vmstorage": {"replicaCount": 3}}}
-  ]
-}`
+const validBody = upgradestest.ValidBody
 
 // mutate returns validBody changed by fn (on a generic JSON map).
-func mutate(t *testing.T, fn func(m map[string]any)) string {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal([]byte(validBody), &m); err != nil {
-		t.Fatal(err)
-	}
-	fn(m)
-	b, _ := json.Marshal(m)
-	return string(b)
-}
+func mutate(_ *testing.T, fn func(m map[string]any)) string { return upgradestest.Mutate(fn) }
 
-func ng(m map[string]any, i int) map[string]any {
-	return m["nodeGroupUpgrades"].([]any)[i].(map[string]any)
-}
+func ng(m map[string]any, i int) map[string]any { return upgradestest.NodeGroup(m, i) }
 
 func TestDecodeValid(t *testing.T) {
 	g := NewWithT(t)
@@ -58,71 +36,10 @@ func TestDecodeValid(t *testing.T) {
 // schedule, a bad version, duplicate node groups — each a 400 naming the
 // field.
 func TestDecodeInvalid(t *testing.T) {
-	cases := []struct {
-		name  string
-		body  string
-		field string
-	}{
-		{"empty body", ``, "body"},
-		{"not an object", `[1,2]`, "body"},
-		{"malformed JSON", `{"k8sClusterName": `, "body"},
-		{"trailing data", validBody + `{}`, "body"},
-		{"unknown field", mutate(t, func(m map[string]any) { m["targetVersoin"] = "1.30" }), "targetVersoin"},
-		{"wrong type: region number", mutate(t, func(m map[string]any) { m["region"] = 5 }), "region"},
-		{"wrong type: requiresVMStorageRollout string", mutate(t, func(m map[string]any) { ng(m, 0)["requiresVMStorageRollout"] = "no" }), "nodeGroupUpgrades.requiresVMStorageRollout"},
-		{"wrong type: nodeGroupUpgrades object", mutate(t, func(m map[string]any) { m["nodeGroupUpgrades"] = map[string]any{} }), "nodeGroupUpgrades"},
-		{"missing k8sClusterName", mutate(t, func(m map[string]any) { delete(m, "k8sClusterName") }), "k8sClusterName"},
-		{"bad k8sClusterName", mutate(t, func(m map[string]any) { m["k8sClusterName"] = "My_Cluster" }), "k8sClusterName"},
-		{"missing region", mutate(t, func(m map[string]any) { delete(m, "region") }), "region"},
-		{"missing cloudProvider", mutate(t, func(m map[string]any) { delete(m, "cloudProvider") }), "cloudProvider"},
-		{"unknown cloudProvider", mutate(t, func(m map[string]any) { m["cloudProvider"] = "openstack" }), "cloudProvider"},
-		{"missing targetVersion", mutate(t, func(m map[string]any) { delete(m, "targetVersion") }), "targetVersion"},
-		{"bad targetVersion", mutate(t, func(m map[string]any) { m["targetVersion"] = "v1.30-latest!" }), "targetVersion"},
-		{"bad schedule", mutate(t, func(m map[string]any) { m["schedule"] = "tomorrow at noon" }), "schedule"},
-		{"addons on gke", mutate(t, func(m map[string]any) { m["cloudProvider"] = "gke" }), "clusterAddons"},
-		{"addons on aks", mutate(t, func(m map[string]any) { m["cloudProvider"] = "aks" }), "clusterAddons"},
-		{"addon without version", mutate(t, func(m map[string]any) { delete(m["clusterAddons"].([]any)[0].(map[string]any), "version") }), "clusterAddons[0].version"},
-		{"addon bad version", mutate(t, func(m map[string]any) { m["clusterAddons"].([]any)[0].(map[string]any)["version"] = "latest" }), "clusterAddons[0].version"},
-		{"addon bad resolveConflicts", mutate(t, func(m map[string]any) {
-			m["clusterAddons"].([]any)[0].(map[string]any)["resolveConflicts"] = "MERGE"
-		}), "clusterAddons[0].resolveConflicts"},
-		{"ack version with a foreign suffix", mutate(t, func(m map[string]any) {
-			m["cloudProvider"], m["targetVersion"] = "ack", "1.30.1-eks.1"
-			delete(m, "clusterAddons")
-		}), "targetVersion"},
-		{"resolveConflicts on ack", mutate(t, func(m map[string]any) { m["cloudProvider"] = "ack" }), "clusterAddons[0].resolveConflicts"},
-		{"duplicate addon", mutate(t, func(m map[string]any) {
-			m["clusterAddons"] = append(m["clusterAddons"].([]any), map[string]any{"name": "vpc-cni", "version": "v1.0.0"})
-		}), "clusterAddons[1].name"},
-		{"missing nodeGroupName", mutate(t, func(m map[string]any) { delete(ng(m, 0), "nodeGroupName") }), "nodeGroupUpgrades[0].nodeGroupName"},
-		{"missing strategy", mutate(t, func(m map[string]any) { delete(ng(m, 0), "strategy") }), "nodeGroupUpgrades[0].strategy"},
-		{"unknown strategy", mutate(t, func(m map[string]any) { ng(m, 0)["strategy"] = "rolling" }), "nodeGroupUpgrades[0].strategy"},
-		{"duplicate node group", mutate(t, func(m map[string]any) { ng(m, 1)["nodeGroupName"] = "observability-ng" }), "nodeGroupUpgrades[1].nodeGroupName"},
-		{"rollout with in-place", mutate(t, func(m map[string]any) {
-			ng(m, 0)["requiresVMStorageRollout"] = true
-			ng(m, 0)["vmClusterHelmValues"] = map[string]any{}
-		}), "nodeGroupUpgrades[0].requiresVMStorageRollout"},
-		{"helm values without rollout", mutate(t, func(m map[string]any) { ng(m, 1)["requiresVMStorageRollout"] = false }), "nodeGroupUpgrades[1].vmClusterHelmValues"},
-		{"rollout without helm values", mutate(t, func(m map[string]any) { delete(ng(m, 1), "vmClusterHelmValues") }), "nodeGroupUpgrades[1].vmClusterHelmValues"},
-		{"helm values not an object", mutate(t, func(m map[string]any) { ng(m, 1)["vmClusterHelmValues"] = []any{1} }), "nodeGroupUpgrades[1].vmClusterHelmValues"},
-		{"blue-green without new name", mutate(t, func(m map[string]any) { delete(ng(m, 1), "newNodeGroupName") }), "nodeGroupUpgrades[1].newNodeGroupName"},
-		{"new name equals old", mutate(t, func(m map[string]any) { ng(m, 1)["newNodeGroupName"] = "vmstorage" }), "nodeGroupUpgrades[1].newNodeGroupName"},
-		{"new name on in-place", mutate(t, func(m map[string]any) { ng(m, 0)["newNodeGroupName"] = "x" }), "nodeGroupUpgrades[0].newNodeGroupName"},
-		{"aks pool name", mutate(t, func(m map[string]any) { m["cloudProvider"] = "aks"; delete(m, "clusterAddons") }), "nodeGroupUpgrades[1].newNodeGroupName"},
-		{"sts name without rollout", mutate(t, func(m map[string]any) { ng(m, 0)["vmstorageSTSName"] = "x" }), "nodeGroupUpgrades[0].vmstorageSTSName"},
-		{"bad sts namespace", mutate(t, func(m map[string]any) { ng(m, 1)["vmstorageSTSNamespace"] = "Bad_NS" }), "nodeGroupUpgrades[1].vmstorageSTSNamespace"},
-		{"too many node groups", mutate(t, func(m map[string]any) {
-			var list []any
-			for i := 0; i < 33; i++ {
-				list = append(list, map[string]any{"nodeGroupName": "ng-" + strings.Repeat("a", i%5+1) + string(rune('a'+i%26)), "strategy": "in-place"})
-			}
-			m["nodeGroupUpgrades"] = list
-		}), "nodeGroupUpgrades"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range upgradestest.InvalidRequests() {
+		t.Run(tc.Name, func(t *testing.T) {
 			g := NewWithT(t)
-			_, err := Decode([]byte(tc.body))
+			_, err := Decode([]byte(tc.Body))
 			g.Expect(err).NotTo(BeNil())
 			g.Expect(err.Code).To(Equal(400))
 			var fields []string
@@ -130,7 +47,7 @@ func TestDecodeInvalid(t *testing.T) {
 				fields = append(fields, v.Field)
 				g.Expect(v.Description).NotTo(BeEmpty())
 			}
-			g.Expect(fields).To(ContainElement(tc.field), "violations: %+v", err.Violations)
+			g.Expect(fields).To(ContainElement(tc.Field), "violations: %+v", err.Violations)
 		})
 	}
 }
@@ -216,4 +133,15 @@ func TestParseClusterQuery(t *testing.T) {
 	g.Expect(err.Violations[0].Description).To(ContainSubstring("not supported by this provider"))
 	_, err = ParseClusterQuery(map[string][]string{"k8sClusterName": {"c"}, "region": {"r"}, "cloudProvider": {"gke"}}, false)
 	g.Expect(err).To(BeNil())
+}
+
+// TestDecodeValidCloudNames: each cloud's real-world names (upper case and
+// underscores on EKS and AKS, Chinese characters on ACK) pass.
+func TestDecodeValidCloudNames(t *testing.T) {
+	for _, tc := range upgradestest.ValidNames() {
+		t.Run(tc.Name, func(t *testing.T) {
+			_, err := Decode([]byte(tc.Body))
+			NewWithT(t).Expect(err).To(BeNil())
+		})
+	}
 }

@@ -77,10 +77,16 @@ var (
 		"1 to 100 lowercase letters, digits and '-', starting and ending with a letter or digit, for cloudProvider mock")
 	mockNodeGroupName = rule(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`,
 		"1 to 63 lowercase letters, digits and '-', starting and ending with a letter or digit, for cloudProvider mock")
+	// What some cloud accepts: the CRD's own patterns and lengths of the
+	// fields, the rule when the provider is unknown.
+	anyClusterName = rule(`^[\p{Han}A-Za-z0-9][\p{Han}A-Za-z0-9_-]{0,99}$`,
+		"1 to 100 Chinese characters, letters, digits, '-' and '_', not starting with '-' or '_'")
+	anyNodeGroupName = rule(`^[\p{Han}A-Za-z0-9][\p{Han}A-Za-z0-9_-]{0,62}$`,
+		"1 to 63 Chinese characters, letters, digits, '-' and '_', not starting with '-' or '_'")
 )
 
-// ClusterNameRule is the rule for k8sClusterName on provider p; ok is
-// false for an unknown provider.
+// ClusterNameRule is the rule for k8sClusterName on provider p; for an
+// unknown provider, ok is false and the rule is what some cloud accepts.
 func ClusterNameRule(p CloudProvider) (NameRule, bool) {
 	switch p {
 	case CloudProviderEKS:
@@ -94,11 +100,12 @@ func ClusterNameRule(p CloudProvider) (NameRule, bool) {
 	case CloudProviderMock:
 		return mockClusterName, true
 	}
-	return NameRule{}, false
+	return anyClusterName, false
 }
 
 // NodeGroupNameRule is the rule for nodeGroupName and newNodeGroupName on
-// provider p; ok is false for an unknown provider.
+// provider p; for an unknown provider, ok is false and the rule is what
+// some cloud accepts.
 func NodeGroupNameRule(p CloudProvider) (NameRule, bool) {
 	switch p {
 	case CloudProviderEKS:
@@ -112,7 +119,7 @@ func NodeGroupNameRule(p CloudProvider) (NameRule, bool) {
 	case CloudProviderMock:
 		return mockNodeGroupName, true
 	}
-	return NameRule{}, false
+	return anyNodeGroupName, false
 }
 
 // ResolveConflictsOnACK is why clusterAddons[].resolveConflicts is refused
@@ -123,6 +130,10 @@ const ResolveConflictsOnACK = "is an EKS setting; cloud provider ack has no such
 // or patch (resolved against the versions ACK offers the cluster) or a
 // full ACK version; a foreign suffix never matches.
 const ACKTargetVersionPattern = `^[0-9]+\.[0-9]+(\.[0-9]+(-aliyun\.[0-9]+)?)?$`
+
+// ACKTargetVersionRule is why another targetVersion is refused on ack, by
+// the REST API and by the CRD alike.
+const ACKTargetVersionRule = "cloud provider ack needs a minor such as 1.31 (resolved to the newest available patch) or a full ACK version such as 1.31.1-aliyun.1"
 
 // LabelClusterName is the label of an operation naming its cluster's
 // k8sClusterName, so that `kubectl get -l` finds a cluster's operations;
