@@ -44,9 +44,11 @@ type groupEvent struct {
 // has them, an in-place node group and a blue-green one.
 type cloudCase struct {
 	provider opsv1.CloudProvider
-	// target is the target version ("1.30" unless the cloud wants full
-	// versions, as ACK does).
+	// target is the target version ("1.30" unless set), and resolved the
+	// version the operator resolves it to (ACK: its full version; the
+	// target itself unless set).
 	target   string
+	resolved string
 	region   string
 	inPlace  string
 	oldGroup string
@@ -120,7 +122,9 @@ var cloudCases = []cloudCase{
 
 func init() {
 	cloudCases = append(cloudCases, cloudCase{
-		provider: opsv1.CloudProviderACK, region: "cn-beijing", target: "1.30.1-aliyun.1",
+		// A minor, as a CR committed to Git may hold: the operator resolves
+		// it to the newest 1.30 version ACK offers (acktest.DefaultVersions).
+		provider: opsv1.CloudProviderACK, region: "cn-beijing", target: "1.30", resolved: "1.30.1-aliyun.1",
 		inPlace: "ack-a", oldGroup: "ack-b", newGroup: "ack-b-130",
 		addons: []opsv1.ClusterAddon{{Name: "terway-eniip", Version: "v1.9.0"}},
 		start: func(t *testing.T, cluster string, mirror func(groupEvent)) (cloud.Provider, cloud.ClusterIdentity, func() int) {
@@ -235,6 +239,11 @@ func TestUpgradeOnEachCloud(t *testing.T) {
 			g.Expect(env.Client.List(ctx, &corev1.NodeList{}, client.MatchingLabels(oldSel))).To(Succeed())
 			g.Expect(env.Client.Create(ctx, op)).To(Succeed())
 			final := waitPhase(t, op, opsv1.UpgradePhaseSucceeded, 2*time.Minute)
+			resolved := tc.resolved
+			if resolved == "" {
+				resolved = target
+			}
+			g.Expect(final.Status.ResolvedTargetVersion).To(Equal(resolved), "resolved once in preflight, recorded in status")
 			for _, s := range final.Status.Steps {
 				g.Expect(s.Phase).To(Equal(opsv1.StepPhaseSucceeded), "%s: %s", s.ID, s.Message)
 			}

@@ -46,7 +46,7 @@ func (r *Reconciler) summarize(s *scope) {
 	gen := op.Generation
 	switch st.Phase {
 	case opsv1.UpgradePhaseSucceeded:
-		setReady(op, metav1.ConditionTrue, opsv1.SucceededReason, "Upgraded to "+op.Spec.TargetVersion)
+		setReady(op, metav1.ConditionTrue, opsv1.SucceededReason, "Upgraded to "+targetVersion(op))
 		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.ReconcilingCondition)
 		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
 		st.ObservedGeneration = gen

@@ -25,11 +25,20 @@ import (
 // exist. A failure ends the operation Failed before any change.
 func (r *Reconciler) preflight(ctx context.Context, s *scope) error {
 	spec := &s.op.Spec
+	target, refusal, err := resolveTargetVersion(ctx, s.provider, s.ref, s.op)
+	if err != nil {
+		return r.preflightError(s, err)
+	}
+	if refusal != "" {
+		r.fail(s.op, "Preflight: "+refusal)
+		return nil
+	}
+	s.op.Status.ResolvedTargetVersion = target
 	cluster, err := s.provider.DescribeCluster(ctx, s.ref)
 	if err != nil {
 		return r.preflightError(s, err)
 	}
-	if msg := versionSkew(cluster.Version, spec.TargetVersion); msg != "" {
+	if msg := versionSkew(cluster.Version, target); msg != "" {
 		r.fail(s.op, "Preflight: "+msg)
 		return nil
 	}
@@ -80,7 +89,7 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) error {
 	// Recorded at once: the other operations of the cluster must see
 	// this one started before its first step (see package exclusion).
 	s.observedOnly = false
-	r.event(s.op, "Normal", "PreflightPassed", "Cluster %s at %s; upgrading to %s", cluster.Name, cluster.Version, spec.TargetVersion)
+	r.event(s.op, "Normal", "PreflightPassed", "Cluster %s at %s; upgrading to %s", cluster.Name, cluster.Version, target)
 	return nil
 }
 
@@ -172,13 +181,13 @@ func (r *Reconciler) runStep(ctx context.Context, s *scope, step *opsv1.UpgradeS
 		if err != nil {
 			return r.handleError(s, step, err)
 		}
-		if versionSatisfies(cluster.Version, spec.TargetVersion) {
+		if versionSatisfies(cluster.Version, targetVersion(s.op)) {
 			r.startStep(s.op, step)
 			r.succeedStep(s.op, step, "Control plane already at "+cluster.Version)
 			return nil
 		}
 		return r.startCloud(s, step, func(tok string) (string, error) {
-			return s.provider.StartControlPlaneUpgrade(ctx, s.ref, spec.TargetVersion, tok)
+			return s.provider.StartControlPlaneUpgrade(ctx, s.ref, targetVersion(s.op), tok)
 		})
 	case opsv1.ActionUpdateAddon:
 		want := addonOf(spec, step)
@@ -190,7 +199,7 @@ func (r *Reconciler) runStep(ctx context.Context, s *scope, step *opsv1.UpgradeS
 		})
 	case opsv1.ActionUpgradeNodeGroup:
 		return r.startCloud(s, step, func(tok string) (string, error) {
-			return s.provider.StartNodeGroupUpgrade(ctx, s.ref, step.Target, spec.TargetVersion, tok)
+			return s.provider.StartNodeGroupUpgrade(ctx, s.ref, step.Target, targetVersion(s.op), tok)
 		})
 	case opsv1.ActionCreateNodeGroup:
 		ng := nodeGroupOf(spec, step)
@@ -208,7 +217,7 @@ func (r *Reconciler) runStep(ctx context.Context, s *scope, step *opsv1.UpgradeS
 			return r.handleError(s, step, cloud.Errorf(cloud.NotFound, s.provider.Name(), "", "node group %q to clone does not exist", ng.NodeGroupName))
 		}
 		clone := *old
-		clone.Name, clone.Version, clone.Status = ng.NewNodeGroupName, spec.TargetVersion, ""
+		clone.Name, clone.Version, clone.Status = ng.NewNodeGroupName, targetVersion(s.op), ""
 		return r.startCloud(s, step, func(tok string) (string, error) {
 			return s.provider.StartCreateNodeGroup(ctx, s.ref, clone, tok)
 		})
