@@ -17,6 +17,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(`{"k8sClusterName":"c","region":"r","cloudProvider":"aks","targetVersion":"1.30.1","nodeGroupUpgrades":[{"nodeGroupName":"a","strategy":"blue-green","newNodeGroupName":"pool2"}]}`)
 	f.Add(`{"k8sClusterName":"c","region":"r","cloudProvider":"ack","targetVersion":"1.31.1-aliyun.1","clusterAddons":[{"name":"terway","version":"v1.2.3"}]}`)
 	f.Add(`{"k8sClusterName":"c","region":"r","cloudProvider":"mock","targetVersion":"1.30","nodeGroupUpgrades":[{"nodeGroupName":"a","strategy":"blue-green","newNodeGroupName":"b","requiresVMStorageRollout":true,"vmClusterHelmValues":{},"vmstorageSTSName":"s","vmstorageSTSNamespace":"n"}]}`)
+	f.Add(`{"k8sClusterName":"Prod_Cluster-01","region":"r","cloudProvider":"eks","targetVersion":"1.30","nodeGroupUpgrades":[{"nodeGroupName":"NG_1","strategy":"blue-green","newNodeGroupName":"NG_2-"}]}`)
+	f.Add(`{"k8sClusterName":"生产集群-01","region":"r","cloudProvider":"ack","targetVersion":"1.30","nodeGroupUpgrades":[{"nodeGroupName":"默认节点池","strategy":"in-place"}]}`)
 	f.Add(`{"nodeGroupUpgrades":[{"strategy":"in-place","vmClusterHelmValues":null}]}`)
 	f.Add(`{"k8sClusterName":"c","region":"r","cloudProvider":"mock","targetVersion":"1.30","nodeGroupUpgrades":[{"nodeGroupName":"a","strategy":"blue-green","newNodeGroupName":"b","requiresVMStorageRollout":true,"vmClusterHelmValues":{"vmstorage":{"replicaCount":2,"tolerations":[],"serviceAccountName":"x"},"vminsert":{}}}]}`)
 	f.Add(`[]`)

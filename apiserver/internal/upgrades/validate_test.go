@@ -133,6 +133,17 @@ func TestParseClusterQuery(t *testing.T) {
 	g.Expect(err.Violations[0].Description).To(ContainSubstring("not supported by this provider"))
 	_, err = ParseClusterQuery(map[string][]string{"k8sClusterName": {"c"}, "region": {"r"}, "cloudProvider": {"gke"}}, false)
 	g.Expect(err).To(BeNil())
+
+	// The cluster name follows its cloud's rules, as in a request.
+	for provider, name := range map[string]string{"eks": "Prod_Cluster-01", "aks": "myAKS_cluster", "ack": "生产集群-01"} {
+		_, err = ParseClusterQuery(map[string][]string{"k8sClusterName": {name}, "region": {"r"}, "cloudProvider": {provider}}, false)
+		g.Expect(err).To(BeNil(), "%s %s", provider, name)
+	}
+	_, err = ParseClusterQuery(map[string][]string{"k8sClusterName": {"Prod_Cluster-01"}, "region": {"r"}, "cloudProvider": {"gke"}}, false)
+	g.Expect(err).NotTo(BeNil())
+	g.Expect(err.Violations).To(HaveLen(1))
+	g.Expect(err.Violations[0].Field).To(Equal("k8sClusterName"))
+	g.Expect(err.Violations[0].Description).To(ContainSubstring("for cloudProvider gke"))
 }
 
 // TestDecodeValidCloudNames: each cloud's real-world names (upper case and
