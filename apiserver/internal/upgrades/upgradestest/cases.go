@@ -77,6 +77,7 @@ func ValidNames() []Invalid {
 		{"aks: 12-character pool", OnCloud("aks", "a", "", "nodepool1234"), ""},
 		{"ack: Chinese characters", OnCloud("ack", "生产集群-01", "新节点池", "默认节点池"), ""},
 		{"ack: letters and underscores", OnCloud("ack", "Prod_ACK", "pool_131", "pool_130"), ""},
+		{"ack: 63 Chinese characters", OnCloud("ack", strings.Repeat("集", 63), "", strings.Repeat("池", 63)), ""},
 		{"mock: DNS labels", OnCloud("mock", "dev-cluster", "vmstorage-130", "vmstorage"), ""},
 	}
 }
@@ -169,6 +170,7 @@ func InvalidRequests() []Invalid {
 		{"ack: cluster name starting with '-'", OnCloud("ack", "-集群", "", "pool"), "k8sClusterName"},
 		{"ack: cluster name with a dot", OnCloud("ack", "prod.cluster", "", "pool"), "k8sClusterName"},
 		{"ack: node pool name with a space", OnCloud("ack", "prod", "", "pool one"), "nodeGroupUpgrades[0].nodeGroupName"},
+		{"ack: cluster name of 64 Chinese characters", OnCloud("ack", strings.Repeat("集", 64), "", "pool"), "k8sClusterName"},
 		{"mock: cluster name with upper case", OnCloud("mock", "Dev_Cluster", "", "ng"), "k8sClusterName"},
 		{"mock: node group with underscore", OnCloud("mock", "dev", "", "ng_1"), "nodeGroupUpgrades[0].nodeGroupName"},
 	}
