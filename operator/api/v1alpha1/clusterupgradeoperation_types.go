@@ -546,6 +546,13 @@ type BlockedBy struct {
 	PodDisruptionBudget *NamespacedObjectReference `json:"podDisruptionBudget,omitempty"`
 }
 
+// CordonedByAnnotation is set on a Node that an operation's CordonNodes
+// step cordoned, with the operation's "<namespace>/<name>" as value. A
+// cancel uncordons exactly the Nodes that carry its own value; a Node that
+// was already cordoned (by a person, or another operation) is not
+// annotated and stays cordoned.
+const CordonedByAnnotation = "ops.observability.tidbcloud.com/cordoned-by"
+
 // LeftBehindKind is the kind of thing an operation that stopped before its
 // end leaves changed in the cluster.
 // +kubebuilder:validation:Enum=ControlPlane;Addon;NodeGroup;VMCluster
