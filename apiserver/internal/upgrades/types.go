@@ -57,21 +57,23 @@ type NodeGroupUpgrade struct {
 
 // Operation is an upgrade operation as the API returns it.
 type Operation struct {
-	ID             string     `json:"id"`
-	Name           string     `json:"name"`
-	Namespace      string     `json:"namespace"`
-	Spec           Request    `json:"spec"`
-	Paused         bool       `json:"paused"`
-	CancelRequest  bool       `json:"cancelRequested"`
-	Phase          string     `json:"phase"`
-	Message        string     `json:"message,omitempty"`
-	CurrentStep    string     `json:"currentStep,omitempty"`
-	Steps          []Step     `json:"steps"`
-	BlockedBy      *BlockedBy `json:"blockedBy,omitempty"`
-	InitiatedBy    string     `json:"initiatedBy,omitempty"`
-	CreateTime     *time.Time `json:"createTime,omitempty"`
-	StartTime      *time.Time `json:"startTime,omitempty"`
-	CompletionTime *time.Time `json:"completionTime,omitempty"`
+	ID            string     `json:"id"`
+	Name          string     `json:"name"`
+	Namespace     string     `json:"namespace"`
+	Spec          Request    `json:"spec"`
+	Paused        bool       `json:"paused"`
+	CancelRequest bool       `json:"cancelRequested"`
+	Phase         string     `json:"phase"`
+	Message       string     `json:"message,omitempty"`
+	CurrentStep   string     `json:"currentStep,omitempty"`
+	Steps         []Step     `json:"steps"`
+	BlockedBy     *BlockedBy `json:"blockedBy,omitempty"`
+	// LeftBehind is what a Cancelled or Failed operation leaves changed.
+	LeftBehind     []LeftBehind `json:"leftBehind,omitempty"`
+	InitiatedBy    string       `json:"initiatedBy,omitempty"`
+	CreateTime     *time.Time   `json:"createTime,omitempty"`
+	StartTime      *time.Time   `json:"startTime,omitempty"`
+	CompletionTime *time.Time   `json:"completionTime,omitempty"`
 }
 
 // Step is one step of the plan.
@@ -96,6 +98,15 @@ type BlockedBy struct {
 	Pod                 string     `json:"pod,omitempty"`
 	PodDisruptionBudget string     `json:"podDisruptionBudget,omitempty"`
 	Since               *time.Time `json:"since,omitempty"`
+}
+
+// LeftBehind is one change a stopped operation leaves in the cluster.
+type LeftBehind struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	StepID    string `json:"stepId,omitempty"`
+	Reason    string `json:"reason"`
 }
 
 // ListResponse is a page of operations.
