@@ -19,6 +19,7 @@ import (
 // PodDisruptionBudget holds: the Nodes the operation cordoned are
 // schedulable again, a Node a person had cordoned before stays cordoned,
 // nothing more reaches the cloud, and status lists the created node group.
+// The operator is restarted between the cordon and the cancel.
 func TestCancelUncordons(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
@@ -42,7 +43,7 @@ func TestCancelUncordons(t *testing.T) {
 	byPerson := old[0].Name
 	g.Expect(env.Client.Patch(ctx, &old[0], client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"unschedulable":true}}`)))).To(Succeed())
 
-	startOperator(t, ns, f, nil)
+	first := startOperator(t, ns, f, nil)
 	op := newOp(ns, "cnl", f, func(s *opsv1.ClusterUpgradeOperationSpec) {
 		s.NodeGroupUpgrades = []opsv1.NodeGroupUpgrade{{NodeGroupName: "cnl-old", Strategy: opsv1.StrategyBlueGreen, NewNodeGroupName: "cnl-new"}}
 	})
@@ -63,7 +64,11 @@ func TestCancelUncordons(t *testing.T) {
 	}
 	g.Expect(marks).To(Equal(map[string]string{byPerson: "", old[1].Name: ns + "/cnl"}), "only the Node the operation cordoned is marked")
 
+	// The record of what was cordoned is on the Nodes, not in the
+	// operator's memory: a new operator does the cancel.
+	first.stop()
 	setSpec(g, op, func(s *opsv1.ClusterUpgradeOperationSpec) { s.Cancel = true })
+	startOperator(t, ns, f, nil)
 	done := waitPhase(t, op, opsv1.UpgradePhaseCancelled, time.Minute)
 
 	for _, n := range nodesOf(g, "cnl-old") {
