@@ -57,23 +57,24 @@ type NodeGroupUpgrade struct {
 
 // Operation is an upgrade operation as the API returns it.
 type Operation struct {
-	ID            string     `json:"id"`
-	Name          string     `json:"name"`
-	Namespace     string     `json:"namespace"`
-	Spec          Request    `json:"spec"`
-	Paused        bool       `json:"paused"`
-	CancelRequest bool       `json:"cancelRequested"`
-	Phase         string     `json:"phase"`
-	Message       string     `json:"message,omitempty"`
-	CurrentStep   string     `json:"currentStep,omitempty"`
-	Steps         []Step     `json:"steps"`
-	BlockedBy     *BlockedBy `json:"blockedBy,omitempty"`
+	ID             string     `json:"id"`
+	Name           string     `json:"name"`
+	Namespace      string     `json:"namespace"`
+	Spec           Request    `json:"spec"`
+	Paused         bool       `json:"paused"`
+	CancelRequest  bool       `json:"cancelRequested"`
+	Phase          string     `json:"phase"`
+	Message        string     `json:"message,omitempty"`
+	CurrentStep    string     `json:"currentStep,omitempty"`
+	Steps          []Step     `json:"steps"`
+	BlockedBy      *BlockedBy `json:"blockedBy,omitempty"`
+	InitiatedBy    string     `json:"initiatedBy,omitempty"`
+	CreateTime     *time.Time `json:"createTime,omitempty"`
+	StartTime      *time.Time `json:"startTime,omitempty"`
+	CompletionTime *time.Time `json:"completionTime,omitempty"`
+
 	// LeftBehind is what a Cancelled or Failed operation leaves changed.
-	LeftBehind     []LeftBehind `json:"leftBehind,omitempty"`
-	InitiatedBy    string       `json:"initiatedBy,omitempty"`
-	CreateTime     *time.Time   `json:"createTime,omitempty"`
-	StartTime      *time.Time   `json:"startTime,omitempty"`
-	CompletionTime *time.Time   `json:"completionTime,omitempty"`
+	LeftBehind []LeftBehind `json:"leftBehind,omitempty"`
 }
 
 // Step is one step of the plan.
