@@ -664,7 +664,7 @@ type ClusterUpgradeOperationStatus struct {
 	// Succeeded operation.
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:MaxItems=256
 	LeftBehind []LeftBehind `json:"leftBehind,omitempty"`
 }
 

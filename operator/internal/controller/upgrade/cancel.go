@@ -182,6 +182,12 @@ func cancellingMessage(op *opsv1.ClusterUpgradeOperation) string {
 	return "Cancelling"
 }
 
+// The bounds of status.leftBehind in the CRD.
+const (
+	maxLeftBehind       = 256
+	maxLeftBehindReason = 1024
+)
+
 // leftBehind lists what an operation that stopped before its end leaves
 // changed, in step order. It is derived from the steps alone: a step that
 // started (startTime set) or succeeded, with the cloud operation it
@@ -190,7 +196,15 @@ func leftBehind(op *opsv1.ClusterUpgradeOperation) []opsv1.LeftBehind {
 	spec, st := &op.Spec, &op.Status
 	var out []opsv1.LeftBehind
 	add := func(kind opsv1.LeftBehindKind, ns, name string, step *opsv1.UpgradeStep, format string, args ...any) {
-		out = append(out, opsv1.LeftBehind{Kind: kind, Namespace: ns, Name: name, StepID: step.ID, Reason: fmt.Sprintf(format, args...)})
+		// Within the CRD's bounds, or the status patch would be refused
+		// and the operation never end.
+		reason := fmt.Sprintf(format, args...)
+		if len(reason) > maxLeftBehindReason {
+			reason = reason[:maxLeftBehindReason-3] + "..."
+		}
+		if len(out) < maxLeftBehind {
+			out = append(out, opsv1.LeftBehind{Kind: kind, Namespace: ns, Name: name, StepID: step.ID, Reason: reason})
+		}
 	}
 	cancelled := op.Status.Phase == opsv1.UpgradePhaseCancelled
 	for i := range st.Steps {
@@ -214,7 +228,7 @@ func leftBehind(op *opsv1.ClusterUpgradeOperation) []opsv1.LeftBehind {
 			if succeeded && step.OperationID != "" {
 				add(opsv1.LeftBehindControlPlane, "", spec.K8sClusterName, step, "upgraded to %s; a control plane cannot be downgraded", spec.TargetVersion)
 			} else if failed && step.OperationID != "" {
-				add(opsv1.LeftBehindControlPlane, "", spec.K8sClusterName, step, "the upgrade to %s failed in the cloud (operation %s); check the cluster's version in the cloud", spec.TargetVersion, step.OperationID)
+				add(opsv1.LeftBehindControlPlane, "", spec.K8sClusterName, step, "the upgrade to %s failed in the cloud (its operation id is in the step); check the cluster's version in the cloud", spec.TargetVersion)
 			}
 		case opsv1.ActionUpdateAddon:
 			version := ""
@@ -224,20 +238,20 @@ func leftBehind(op *opsv1.ClusterUpgradeOperation) []opsv1.LeftBehind {
 			if succeeded && step.OperationID != "" {
 				add(opsv1.LeftBehindAddon, "", step.Target, step, "updated to %s", version)
 			} else if failed && step.OperationID != "" {
-				add(opsv1.LeftBehindAddon, "", step.Target, step, "the update to %s failed in the cloud (operation %s)", version, step.OperationID)
+				add(opsv1.LeftBehindAddon, "", step.Target, step, "the update to %s failed in the cloud (its operation id is in the step)", version)
 			}
 		case opsv1.ActionUpgradeNodeGroup:
 			if succeeded {
 				add(opsv1.LeftBehindNodeGroup, "", step.Target, step, "upgraded in place to %s; not reverted", spec.TargetVersion)
 			} else if failed && step.OperationID != "" {
-				add(opsv1.LeftBehindNodeGroup, "", step.Target, step, "the in-place upgrade to %s failed in the cloud (operation %s); its Nodes may run mixed versions", spec.TargetVersion, step.OperationID)
+				add(opsv1.LeftBehindNodeGroup, "", step.Target, step, "the in-place upgrade to %s failed in the cloud (its operation id is in the step); its Nodes may run mixed versions", spec.TargetVersion)
 			}
 		case opsv1.ActionCreateNodeGroup:
 			if ng == nil {
 				continue
 			}
 			if failed && step.OperationID != "" {
-				add(opsv1.LeftBehindNodeGroup, "", step.Target, step, "the creation failed in the cloud (operation %s); a partly created node group may exist and be billed", step.OperationID)
+				add(opsv1.LeftBehindNodeGroup, "", step.Target, step, "the creation failed in the cloud (its operation id is in the step); a partly created node group may exist and be billed")
 			}
 			if !succeeded {
 				continue
@@ -270,7 +284,7 @@ func leftBehind(op *opsv1.ClusterUpgradeOperation) []opsv1.LeftBehind {
 			}
 		case opsv1.ActionDeleteNodeGroup:
 			if failed && step.OperationID != "" {
-				add(opsv1.LeftBehindNodeGroup, "", step.Target, step, "the deletion failed in the cloud (operation %s); the node group may be partly deleted", step.OperationID)
+				add(opsv1.LeftBehindNodeGroup, "", step.Target, step, "the deletion failed in the cloud (its operation id is in the step); the node group may be partly deleted")
 			}
 		}
 	}

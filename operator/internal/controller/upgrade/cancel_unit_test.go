@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +86,7 @@ func TestLeftBehind(t *testing.T) {
 		{name: "failed during the drain: Nodes stay cordoned", stop: ng(opsv1.ActionDrainNodes), phase: opsv1.StepPhaseFailed, failed: true,
 			want: []string{"ControlPlane c:", "NodeGroup ng2: created", "NodeGroup ng: partly drained, not deleted; its Nodes stay cordoned"}},
 		{name: "failed creation in the cloud", stop: ng(opsv1.ActionCreateNodeGroup), phase: opsv1.StepPhaseFailed, failed: true,
-			want: []string{"ControlPlane c:", "NodeGroup ng2: the creation failed in the cloud (operation op-nodegroup/ng/CreateNodeGroup)"}},
+			want: []string{"ControlPlane c:", "NodeGroup ng2: the creation failed in the cloud (its operation id is in the step)"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,4 +167,66 @@ func TestCancelRetriesUncordon(t *testing.T) {
 			g.Expect(n.Annotations).NotTo(HaveKey(opsv1.CordonedByAnnotation))
 		}
 	}
+}
+
+// FuzzLeftBehind: for any step record, whether the operation is cancelled
+// or fails, leftBehind stays within the CRD's bounds (a status the API
+// server refuses would keep the operation from ever ending) and names
+// only steps of the plan.
+func FuzzLeftBehind(f *testing.F) {
+	f.Add([]byte{2, 2, 2, 0}, uint8(3), false)
+	f.Add([]byte{2, 0x42, 0x43, 1, 0x82}, uint8(32), true)
+	phases := []opsv1.StepPhase{opsv1.StepPhasePending, opsv1.StepPhaseRunning, opsv1.StepPhaseSucceeded, opsv1.StepPhaseFailed, opsv1.StepPhaseSkipped}
+	f.Fuzz(func(t *testing.T, stepBytes []byte, groups uint8, failed bool) {
+		if len(stepBytes) == 0 {
+			return
+		}
+		long := strings.Repeat("x", 63)
+		op := mkOp(func(o *opsv1.ClusterUpgradeOperation) {
+			o.Spec.K8sClusterName = strings.Repeat("c", 100)
+			o.Spec.TargetVersion = "1.31.1-" + strings.Repeat("a", 56)
+			o.Spec.NodeGroupUpgrades = nil
+			for i := range 32 {
+				o.Spec.ClusterAddons = append(o.Spec.ClusterAddons, opsv1.ClusterAddon{Name: fmt.Sprintf("%s%02d", long[:61], i), Version: "v" + strings.Repeat("1", 127)})
+			}
+			for i := range int(groups)%32 + 1 {
+				name := fmt.Sprintf("%s%02d", long[:61], i)
+				o.Spec.NodeGroupUpgrades = append(o.Spec.NodeGroupUpgrades, opsv1.NodeGroupUpgrade{
+					NodeGroupName: name, Strategy: opsv1.StrategyBlueGreen, NewNodeGroupName: "n" + name[1:], RequiresVMStorageRollout: true,
+				})
+			}
+		})
+		started(op)
+		ts := metav1.NewTime(t0)
+		for i := range op.Status.Steps {
+			b := stepBytes[i%len(stepBytes)]
+			op.Status.Steps[i].Phase = phases[int(b)%len(phases)]
+			if b&0x40 != 0 {
+				op.Status.Steps[i].OperationID = strings.Repeat("o", 8192)
+			}
+			if b&0x80 != 0 || op.Status.Steps[i].Phase != opsv1.StepPhasePending {
+				op.Status.Steps[i].StartTime = &ts
+			}
+		}
+		r := &Reconciler{Now: func() time.Time { return t0 }}
+		if failed {
+			r.fail(op, "failed")
+		} else {
+			r.cancel(op)
+		}
+		lb := op.Status.LeftBehind
+		if len(lb) > maxLeftBehind {
+			t.Fatalf("%d entries", len(lb))
+		}
+		for _, e := range lb {
+			switch e.Kind {
+			case opsv1.LeftBehindControlPlane, opsv1.LeftBehindAddon, opsv1.LeftBehindNodeGroup, opsv1.LeftBehindVMCluster:
+			default:
+				t.Fatalf("kind %q", e.Kind)
+			}
+			if e.Name == "" || len(e.Name) > 253 || len(e.Namespace) > 63 || e.Reason == "" || len(e.Reason) > maxLeftBehindReason || op.Status.Step(e.StepID) == nil {
+				t.Fatalf("out of bounds: %+v", e)
+			}
+		}
+	})
 }
