@@ -109,7 +109,8 @@ func TestCancelDuringCreateNodeGroup(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
 	ns := env.NewNamespace(t)
-	f := newCloud(t, "cnc", time.Second, seed("cnc-old"))
+	// Cloud operations take long enough for the test to see Cancelling.
+	f := newCloud(t, "cnc", 5*time.Second, seed("cnc-old"))
 	startOperator(t, ns, f, nil)
 	op := newOp(ns, "cnc", f, func(s *opsv1.ClusterUpgradeOperationSpec) {
 		s.NodeGroupUpgrades = []opsv1.NodeGroupUpgrade{{NodeGroupName: "cnc-old", Strategy: opsv1.StrategyBlueGreen, NewNodeGroupName: "cnc-new"}}
@@ -125,13 +126,8 @@ func TestCancelDuringCreateNodeGroup(t *testing.T) {
 
 	// While Cancelling, the message names the cloud operation awaited.
 	inFlightID := get(g, op).Status.Step(createID).OperationID
-	g.Eventually(func(g Gomega) {
-		cur := get(g, op)
-		if cur.Status.Phase == opsv1.UpgradePhaseCancelling {
-			g.Expect(apimeta.FindStatusCondition(cur.Status.Conditions, opsv1.ReadyCondition).Message).To(ContainSubstring(inFlightID))
-		}
-		g.Expect(cur.Status.Phase).To(BeElementOf(opsv1.UpgradePhaseCancelling, opsv1.UpgradePhaseCancelled))
-	}, 30*time.Second, 10*time.Millisecond).Should(Succeed())
+	cancelling := waitPhase(t, op, opsv1.UpgradePhaseCancelling, 30*time.Second)
+	g.Expect(apimeta.FindStatusCondition(cancelling.Status.Conditions, opsv1.ReadyCondition).Message).To(ContainSubstring(inFlightID))
 
 	done := waitPhase(t, op, opsv1.UpgradePhaseCancelled, time.Minute)
 	g.Expect(done.Status.Step(createID).Phase).To(Equal(opsv1.StepPhaseSucceeded), "the creation in flight was awaited")
