@@ -66,7 +66,8 @@ func TestStories(t *testing.T) {
 	t.Run("5 ops-apiserver killed: nothing accepted is lost", storyAPIServerRestart)
 	t.Run("6 GitOps: kubectl apply gives the same result; invalid YAML is rejected", storyGitOps)
 	t.Run("7 one active upgrade per cluster: simultaneous POSTs, a second CR waits", storyOneActiveUpgrade)
-	t.Run("dry-run YAML piped to kubectl apply Succeeds like a POSTed operation", storyDryRunApply)
+	t.Run("8 cancel a blue-green upgrade during its drain: the old Nodes are uncordoned", storyCancelBlueGreen)
+	t.Run("9 dry-run YAML piped to kubectl apply Succeeds like a POSTed operation", storyDryRunApply)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {

@@ -116,6 +116,9 @@ func toOperation(o *opsv1.ClusterUpgradeOperation) Operation {
 			OperationID: s.OperationID, Message: s.Message, StartTime: timePtr(s.StartTime), CompletionTime: timePtr(s.CompletionTime),
 		})
 	}
+	for _, lb := range o.Status.LeftBehind {
+		op.LeftBehind = append(op.LeftBehind, LeftBehind{Kind: string(lb.Kind), Namespace: lb.Namespace, Name: lb.Name, StepID: lb.StepID, Reason: lb.Reason})
+	}
 	if b := o.Status.BlockedBy; b != nil {
 		op.BlockedBy = &BlockedBy{StepID: b.StepID, Reason: b.Reason, Message: b.Message, Node: b.Node, Since: timePtr(b.Since)}
 		if b.Pod != nil {

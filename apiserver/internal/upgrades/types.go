@@ -74,6 +74,9 @@ type Operation struct {
 	CreateTime     *time.Time `json:"createTime,omitempty"`
 	StartTime      *time.Time `json:"startTime,omitempty"`
 	CompletionTime *time.Time `json:"completionTime,omitempty"`
+
+	// LeftBehind is what a Cancelled or Failed operation leaves changed.
+	LeftBehind []LeftBehind `json:"leftBehind,omitempty"`
 }
 
 // Manifest is the ClusterUpgradeOperation a dry run would create, ready
@@ -115,6 +118,15 @@ type BlockedBy struct {
 	Pod                 string     `json:"pod,omitempty"`
 	PodDisruptionBudget string     `json:"podDisruptionBudget,omitempty"`
 	Since               *time.Time `json:"since,omitempty"`
+}
+
+// LeftBehind is one change a stopped operation leaves in the cluster.
+type LeftBehind struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	StepID    string `json:"stepId,omitempty"`
+	Reason    string `json:"reason"`
 }
 
 // ListResponse is a page of operations.

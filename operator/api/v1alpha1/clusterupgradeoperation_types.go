@@ -204,8 +204,12 @@ type ClusterUpgradeOperationSpec struct {
 	// Cancel requests cancellation. The operator starts no further step, lets
 	// the cloud operation in flight (if any) finish, marks the remaining steps
 	// Skipped and ends in phase Cancelled. Completed steps are not rolled
-	// back. Cancellation is one-way: once true, cancel cannot be set back to
-	// false. It has no effect on a finished operation.
+	// back, with one exception: the Nodes of an old node group that the
+	// operation cordoned (annotated ops.observability.tidbcloud.com/cordoned-by)
+	// are uncordoned before the phase becomes Cancelled; Nodes cordoned by
+	// someone else stay cordoned. status.leftBehind then lists what the
+	// operation leaves changed. Cancellation is one-way: once true, cancel
+	// cannot be set back to false. It has no effect on a finished operation.
 	// +optional
 	Cancel bool `json:"cancel,omitempty"`
 }
@@ -559,6 +563,67 @@ type BlockedBy struct {
 	PodDisruptionBudget *NamespacedObjectReference `json:"podDisruptionBudget,omitempty"`
 }
 
+// CordonedByAnnotation is set on a Node that an operation's CordonNodes
+// step cordoned, with the operation's "<namespace>/<name>" as value. A
+// cancel uncordons exactly the Nodes that carry its own value; a Node that
+// was already cordoned (by a person, or another operation) is not
+// annotated and stays cordoned.
+const CordonedByAnnotation = "ops.observability.tidbcloud.com/cordoned-by"
+
+// LeftBehindKind is the kind of thing an operation that stopped before its
+// end leaves changed in the cluster.
+// +kubebuilder:validation:Enum=ControlPlane;Addon;NodeGroup;VMCluster
+type LeftBehindKind string
+
+const (
+	// LeftBehindControlPlane: the control plane was upgraded; it cannot be
+	// downgraded.
+	LeftBehindControlPlane LeftBehindKind = "ControlPlane"
+	// LeftBehindAddon: a cluster addon was updated.
+	LeftBehindAddon LeftBehindKind = "Addon"
+	// LeftBehindNodeGroup: a node group was created, upgraded in place,
+	// or left next to its replacement.
+	LeftBehindNodeGroup LeftBehindKind = "NodeGroup"
+	// LeftBehindVMCluster: the VMCluster was patched with
+	// vmClusterHelmValues (the vmstorage placement).
+	LeftBehindVMCluster LeftBehindKind = "VMCluster"
+)
+
+// LeftBehind is one change that an operation which stopped before its end
+// (Cancelled or Failed) leaves in the cluster, for a person to decide
+// about: keep it, finish the upgrade with a new operation, or undo it by
+// hand. docs/upgrades.md lists, per step, what a cancel leaves and what to
+// do.
+type LeftBehind struct {
+	// Kind is what was left: ControlPlane, Addon, NodeGroup or VMCluster.
+	// +required
+	Kind LeftBehindKind `json:"kind"`
+
+	// Namespace of the object, for a VMCluster.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+
+	// Name is the cluster (ControlPlane), addon, node group or VMCluster.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// StepID is the step that made the change.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	StepID string `json:"stepID,omitempty"`
+
+	// Reason says what state the thing is in and why it matters, e.g.
+	// "created by step nodegroup/ng1/CreateNodeGroup at 1.30; the old node
+	// group ng1 still runs the workloads".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason"`
+}
+
 // ClusterUpgradeOperationStatus is the observed state of a
 // ClusterUpgradeOperation. It is written by the operator only.
 type ClusterUpgradeOperationStatus struct {
@@ -615,6 +680,17 @@ type ClusterUpgradeOperationStatus struct {
 	// absent when nothing does.
 	// +optional
 	BlockedBy *BlockedBy `json:"blockedBy,omitempty"`
+
+	// LeftBehind lists what an operation that ended Cancelled or Failed
+	// leaves changed in the cluster (a created node group, a patched
+	// VMCluster, an upgraded control plane), in step order, so that a
+	// person can decide what to do with it. Nodes that the operation
+	// cordoned are uncordoned by a cancel and are not listed. Empty for a
+	// Succeeded operation.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	LeftBehind []LeftBehind `json:"leftBehind,omitempty"`
 }
 
 // Step returns the step with the given id, or nil.

@@ -198,7 +198,7 @@ func (r *Reconciler) act(ctx context.Context, op *opsv1.ClusterUpgradeOperation)
 		op.Status.Phase = opsv1.UpgradePhasePaused
 		return
 	case actCancel:
-		r.cancel(op)
+		r.cancelOperation(ctx, s, act.step)
 		return
 	case actSucceed:
 		r.finish(op, opsv1.UpgradePhaseSucceeded, "All steps finished")
@@ -369,6 +369,9 @@ func (r *Reconciler) finish(op *opsv1.ClusterUpgradeOperation, phase opsv1.Upgra
 	}
 	r.event(op, kind, string(phase), "%s", msg)
 	setTerminalMessage(op, msg)
+	if phase != opsv1.UpgradePhaseSucceeded {
+		op.Status.LeftBehind = leftBehind(op)
+	}
 }
 
 func (r *Reconciler) event(op *opsv1.ClusterUpgradeOperation, kind, reason, format string, args ...any) {

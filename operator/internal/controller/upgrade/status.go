@@ -78,7 +78,7 @@ func (r *Reconciler) summarize(s *scope) {
 		setCond(op, opsv1.ReconcilingCondition, metav1.ConditionTrue, opsv1.WaitingForScheduleReason, msg)
 		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
 	case opsv1.UpgradePhaseCancelling:
-		setReady(op, metav1.ConditionUnknown, opsv1.CancellingReason, "Cancelling: waiting for step "+st.CurrentStep+" to finish its cloud operation")
+		setReady(op, metav1.ConditionUnknown, opsv1.CancellingReason, cancellingMessage(op))
 		setCond(op, opsv1.ReconcilingCondition, metav1.ConditionTrue, opsv1.CancellingReason, "Cancelling")
 		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
 	case opsv1.UpgradePhasePending:

@@ -237,7 +237,7 @@ func (r *Reconciler) runStep(ctx context.Context, s *scope, step *opsv1.UpgradeS
 		return r.rolloutVMStorage(ctx, s, step)
 	case opsv1.ActionCordonNodes:
 		r.startStep(s.op, step)
-		nodes, err := r.groupNodes(ctx, s, step.Target)
+		nodes, err := r.groupNodeList(ctx, s, step.Target)
 		if err != nil {
 			return r.handleError(s, step, err)
 		}
@@ -257,11 +257,7 @@ func (r *Reconciler) runStep(ctx context.Context, s *scope, step *opsv1.UpgradeS
 				}
 			}
 		}
-		if err := drain.Cordon(ctx, r.Client, nodes); err != nil {
-			return err
-		}
-		r.succeedStep(s.op, step, fmt.Sprintf("Cordoned %d nodes of node group %s", len(nodes), step.Target))
-		return nil
+		return r.cordonStep(ctx, s, step, nodes)
 	case opsv1.ActionDrainNodes:
 		return r.drain(ctx, s, step)
 	}
