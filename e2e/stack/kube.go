@@ -60,13 +60,13 @@ func (s *Stack) startKubeControllers(ctx context.Context) error {
 	}
 	s.procs = append(s.procs, sched)
 
-	stages := filepath.Join(s.logDir, "kwok-stages.yaml")
-	docs := []string{nodefast.DefaultNodeInit, nodeheartbeat.DefaultNodeHeartbeat, podfast.DefaultPodReady, podfast.DefaultPodComplete, podfast.DefaultPodDelete}
-	if err := os.WriteFile(stages, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
-		return err
-	}
 	kwokPort, err := testenv.FreePort()
 	if err != nil {
+		return err
+	}
+	stages := filepath.Join(s.logDir, "kwok-stages.yaml")
+	docs := []string{nodefast.DefaultNodeInit, nodeheartbeat.DefaultNodeHeartbeat, podfast.DefaultPodReady, podfast.DefaultPodComplete, podfast.DefaultPodDelete, kubeletEndpointStage(kwokPort)}
+	if err := os.WriteFile(stages, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
 		return err
 	}
 	kwok, err := testenv.StartProcess("kwok", s.logDir, []string{
@@ -76,7 +76,12 @@ func (s *Stack) startKubeControllers(ctx context.Context) error {
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--node-ip=127.0.0.1",
 		"--cidr=10.244.0.0/16",
+		// kwok's kubelet server, published as every kwok Node's kubelet
+		// endpoint, serves kubectl logs/exec from kwok's Logs and Exec
+		// resources (podio.go).
 		fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort),
+		fmt.Sprintf("--node-port=%d", kwokPort),
+		"--enable-crds=" + kwokCRDKinds,
 	}, nil)
 	if err != nil {
 		return err
@@ -93,5 +98,5 @@ func (s *Stack) startKubeControllers(ctx context.Context) error {
 			return fmt.Errorf("%s exited at start; log tail:\n%s", p.Name, p.Log(3000))
 		}
 	}
-	return nil
+	return s.startPodIO()
 }

@@ -39,6 +39,10 @@ type Options struct {
 	// EtcdDataDir keeps etcd's data in a directory that outlives the
 	// environment (the local stack's state); empty: a temporary directory.
 	EtcdDataDir string
+	// APIServerFlags are further kube-apiserver flags, name (without
+	// dashes) to value; the local stack sets how it reaches kwok's kubelet
+	// endpoints.
+	APIServerFlags map[string]string
 }
 
 // Environment is a running control plane.
@@ -106,6 +110,9 @@ func Start(opts Options) (*Environment, error) {
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
 	env.ControlPlane.GetAPIServer().Path = apiserverPath
+	for name, value := range opts.APIServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, DataDir: opts.EtcdDataDir}
 	// kubectl is only used by tests that ask for it; point at bin/ anyway.
 	env.ControlPlane.KubectlPath = filepath.Join(mustBinDir(), "kubectl")
