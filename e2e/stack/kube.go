@@ -74,7 +74,7 @@ func (s *Stack) startKubeControllers(ctx context.Context) error {
 		"--config=" + stages,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--node-ip=127.0.0.1",
+		"--node-ip=" + kwokNodeIP,
 		"--cidr=10.244.0.0/16",
 		// kwok's kubelet server, published as every kwok Node's kubelet
 		// endpoint, serves kubectl logs/exec from kwok's Logs and Exec

@@ -78,10 +78,16 @@ func withKwokIO(o testenv.Options, dir string) (testenv.Options, error) {
 	return o, nil
 }
 
+// kwokNodeIP is every kwok Node's InternalIP (kwok --node-ip).
+const kwokNodeIP = "127.0.0.1"
+
 // kubeletEndpointStage is a kwok Stage that points every kwok Node's
 // kubelet endpoint at kwok's server on port: it applies to a Node whose
-// status names another port (or none), and outweighs the other Node stages
-// while it does.
+// status names another port (or none) or lacks the InternalIP, and
+// outweighs the other Node stages while it does. It also sets the Hostname
+// address, which kwok's node-initialize stage otherwise tries to add and,
+// for these Nodes, renders as an empty address list that wipes the
+// InternalIP.
 func kubeletEndpointStage(port int) string {
 	return fmt.Sprintf(`apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
@@ -93,20 +99,22 @@ spec:
     kind: Node
   selector:
     matchExpressions:
-    - key: '.status.daemonEndpoints.kubeletEndpoint.Port | tostring'
+    - key: '"\(.status.daemonEndpoints.kubeletEndpoint.Port) \([.status.addresses[]? | select(.type == "InternalIP") | .address] | .[0])"'
       operator: NotIn
       values:
-      - '%d'
+      - '%d %s'
   weight: 1000
   next:
     statusTemplate: |
       addresses:
       - address: {{ NodeIP | Quote }}
         type: InternalIP
+      - address: {{ .metadata.name | Quote }}
+        type: Hostname
       daemonEndpoints:
         kubeletEndpoint:
           Port: {{ NodePort }}
-`, port)
+`, port, kwokNodeIP)
 }
 
 // PodLogPath is the log file of container in a backed Pod:
