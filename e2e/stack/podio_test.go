@@ -3,12 +3,14 @@ package stack
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega/gbytes"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -144,6 +146,23 @@ func TestKubectlLogsAndExec(t *testing.T) {
 	out, err := kubectl("logs", pod.Name, "-c", "vmstorage", "--tail=2")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(strings.Split(strings.TrimSuffix(out, "\n"), "\n")).To(HaveLen(2))
+
+	// logs -f follows: a snapshot the process makes afterwards shows up.
+	followCtx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	followed := gbytes.NewBuffer()
+	follow := exec.CommandContext(followCtx, kubectlPath, "--kubeconfig="+s.Env.KubeconfigPath, "-n", ns, "logs", "-f", "--tail=1", pod.Name)
+	follow.Stdout = followed
+	g.Expect(follow.Start()).To(Succeed())
+	g.Eventually(followed, time.Minute).Should(gbytes.Say("\n"), "the last line")
+	g.Expect(followed.Contents()).NotTo(ContainSubstring("Storage snapshot"))
+	resp, err := http.Post(pod.Annotations[VMStorageEndpointAnnotation]+"/snapshot/create", "", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	g.Eventually(followed, time.Minute).Should(gbytes.Say("created Storage snapshot"))
+	stopFollow()
+	_ = follow.Wait()
 
 	// exec runs in the process's data directory, where vmstorage keeps its
 	// storage.
