@@ -109,6 +109,9 @@ func Start(opts Options) (*Environment, error) {
 		ControlPlaneStartTimeout: time.Minute,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
+	// envtest waits 10 s by default for the CRDs to be served; the local
+	// stack installs over a hundred, maybe on a loaded machine.
+	env.CRDInstallOptions.MaxTime, env.CRDInstallOptions.PollInterval = 2*time.Minute, time.Second
 	env.ControlPlane.GetAPIServer().Path = apiserverPath
 	for name, value := range opts.APIServerFlags {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
