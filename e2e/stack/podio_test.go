@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gbytes"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kwokv1 "sigs.k8s.io/kwok/pkg/apis/v1alpha1"
@@ -180,6 +181,21 @@ func TestKubectlLogsAndExec(t *testing.T) {
 	// A failing command's exit code comes back.
 	_, err = kubectl("exec", pod.Name, "--", "sh", "-c", "exit 3")
 	g.Expect(err).To(MatchError(ContainSubstring("exit status 3")))
+
+	// A Pod the stack runs no process for has neither.
+	plain := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"},
+		Spec:       corev1.PodSpec{NodeName: pod.Spec.NodeName, Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+	}
+	g.Expect(c.Create(ctx, plain)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(plain), plain)).To(Succeed())
+		g.Expect(plain.Status.Phase).To(Equal(corev1.PodRunning))
+	}, time.Minute, time.Second).Should(Succeed())
+	_, err = kubectl("logs", "plain")
+	g.Expect(err).To(MatchError(ContainSubstring(`no logs found for container "app"`)))
+	_, err = kubectl("exec", "plain", "--", "true")
+	g.Expect(err).To(MatchError(ContainSubstring(`no exec found for container "app"`)))
 }
 
 type kubectlError struct {
