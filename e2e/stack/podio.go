@@ -7,7 +7,8 @@ package stack
 //     kwok Node publishes it as its kubelet endpoint: InternalIP 127.0.0.1 and
 //     status.daemonEndpoints.kubeletEndpoint.Port, set by a kwok Stage
 //     (kubeletEndpointStage) that re-applies whenever a Node names another
-//     port (Nodes outlive a `make dev` run; the port is new each run).
+//     port or lacks the InternalIP (Nodes outlive a `make dev` run; the port
+//     is new each run).
 //     kube-apiserver reaches it with --kubelet-preferred-address-types=
 //     InternalIP; kwok serves HTTPS with its own certificate and asks for no
 //     client certificate, and kube-apiserver, without

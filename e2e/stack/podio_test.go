@@ -196,6 +196,24 @@ func TestKubectlLogsAndExec(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring(`no logs found for container "app"`)))
 	_, err = kubectl("exec", "plain", "--", "true")
 	g.Expect(err).To(MatchError(ContainSubstring(`no exec found for container "app"`)))
+
+	// kwok started again on another port with the Nodes kept, as on every
+	// `make dev` run: the Nodes publish the new port and logs work again.
+	oldPort := node.Status.DaemonEndpoints.KubeletEndpoint.Port
+	for i, p := range s.procs {
+		if p.Name == "kwok" {
+			g.Expect(p.Kill()).To(Succeed())
+			s.procs[i], err = s.startKwok()
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
+		g.Expect(node.Status.DaemonEndpoints.KubeletEndpoint.Port).NotTo(Equal(oldPort))
+		out, err := kubectl("logs", pod.Name, "--tail=1")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(out).NotTo(BeEmpty())
+	}, 2*time.Minute, 2*time.Second).Should(Succeed())
 }
 
 type kubectlError struct {
