@@ -122,6 +122,9 @@ func Start(opts Options) (*Environment, error) {
 
 	cfg, err := env.Start()
 	if err != nil {
+		// envtest leaves etcd and kube-apiserver running when a later step
+		// (installing the CRDs) fails.
+		_ = env.Stop()
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", mustBinDir(), err)
 	}
