@@ -60,24 +60,7 @@ func (s *Stack) startKubeControllers(ctx context.Context) error {
 	}
 	s.procs = append(s.procs, sched)
 
-	stages := filepath.Join(s.logDir, "kwok-stages.yaml")
-	docs := []string{nodefast.DefaultNodeInit, nodeheartbeat.DefaultNodeHeartbeat, podfast.DefaultPodReady, podfast.DefaultPodComplete, podfast.DefaultPodDelete}
-	if err := os.WriteFile(stages, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
-		return err
-	}
-	kwokPort, err := testenv.FreePort()
-	if err != nil {
-		return err
-	}
-	kwok, err := testenv.StartProcess("kwok", s.logDir, []string{
-		"--kubeconfig=" + kc,
-		"--config=" + stages,
-		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--node-ip=127.0.0.1",
-		"--cidr=10.244.0.0/16",
-		fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort),
-	}, nil)
+	kwok, err := s.startKwok()
 	if err != nil {
 		return err
 	}
@@ -93,5 +76,37 @@ func (s *Stack) startKubeControllers(ctx context.Context) error {
 			return fmt.Errorf("%s exited at start; log tail:\n%s", p.Name, p.Log(3000))
 		}
 	}
-	return nil
+	return s.startPodIO()
+}
+
+// startKwok starts kwok, its kubelet server on a new free port (which the
+// kwok Nodes then publish, see podio.go).
+func (s *Stack) startKwok() (*testenv.Process, error) {
+	kwokPort, err := testenv.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	stages := filepath.Join(s.logDir, "kwok-stages.yaml")
+	docs := []string{nodefast.DefaultNodeInit, nodeheartbeat.DefaultNodeHeartbeat, podfast.DefaultPodReady, podfast.DefaultPodComplete, podfast.DefaultPodDelete, kubeletEndpointStage(kwokPort)}
+	if err := os.WriteFile(stages, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
+		return nil, err
+	}
+	kwok, err := testenv.StartProcess("kwok", s.logDir, []string{
+		"--kubeconfig=" + s.Env.KubeconfigPath,
+		"--config=" + stages,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--node-ip=" + kwokNodeIP,
+		"--cidr=10.244.0.0/16",
+		// kwok's kubelet server, published as every kwok Node's kubelet
+		// endpoint, serves kubectl logs/exec from kwok's Logs and Exec
+		// resources (podio.go).
+		fmt.Sprintf("--server-address=127.0.0.1:%d", kwokPort),
+		fmt.Sprintf("--node-port=%d", kwokPort),
+		"--enable-crds=" + kwokCRDKinds,
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return kwok, nil
 }

@@ -71,10 +71,14 @@ func startControlPlane(ctx context.Context) (*Stack, error) {
 	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
 		return nil, err
 	}
-	if s.Env, err = testenv.Start(testenv.Options{
+	envOpts, err := withKwokIO(testenv.Options{
 		EtcdDataDir: filepath.Join(sharedDir, "etcd"),
 		AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme},
-	}); err != nil {
+	}, filepath.Join(sharedDir, "kwok-crds"))
+	if err != nil {
+		return nil, err
+	}
+	if s.Env, err = testenv.Start(envOpts); err != nil {
 		return nil, err
 	}
 	// From here on TestMain stops what was started.

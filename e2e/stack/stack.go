@@ -68,8 +68,11 @@ type Stack struct {
 	// backer runs a real vmstorage process for each vmstorage Pod (see
 	// vmstorage.go); started with ops-operator.
 	backer *vmstorageBacker
-	procs  []*testenv.Process
-	out    io.Writer
+	// podIO serves kubectl logs/exec of backed Pods through kwok (see
+	// podio.go); started with kwok.
+	podIO *podIO
+	procs []*testenv.Process
+	out   io.Writer
 
 	// volumes provisions the volumes of the default StorageClass (see
 	// volumes.go).
@@ -102,13 +105,16 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if err := vmOperatorCRDs(root, vmCRDs); err != nil {
 		return s, err
 	}
-	s.step("Starting etcd and kube-apiserver (state in %s)", state)
-	s.Env, err = testenv.Start(testenv.Options{
+	envOpts, err := withKwokIO(testenv.Options{
 		EtcdDataDir:  filepath.Join(state, "etcd"),
 		ExtraCRDDirs: []string{vmCRDs},
 		AddToScheme:  []func(*runtime.Scheme) error{opsv1.AddToScheme},
-	})
+	}, filepath.Join(state, "kwok-crds"))
 	if err != nil {
+		return s, err
+	}
+	s.step("Starting etcd and kube-apiserver (state in %s)", state)
+	if s.Env, err = testenv.Start(envOpts); err != nil {
 		return s, err
 	}
 	s.Kubeconfig = filepath.Join(state, "kubeconfig")
@@ -206,6 +212,10 @@ func (s *Stack) Stop() {
 	if s.backer != nil {
 		s.backer.stop()
 		s.backer = nil
+	}
+	if s.podIO != nil {
+		s.podIO.stop()
+		s.podIO = nil
 	}
 	if s.volumes != nil {
 		s.volumes.stop()

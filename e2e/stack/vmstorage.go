@@ -60,8 +60,10 @@ const vmstoragePodSelector = "app.kubernetes.io/name=vmstorage"
 type vmstorageBacker struct {
 	cs       kubernetes.Interface
 	dataRoot string
-	logRoot  string
-	logf     func(format string, args ...any)
+	// state is the stack's state directory, where each Pod's container
+	// log is (PodLogPath).
+	state string
+	logf  func(format string, args ...any)
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -92,7 +94,7 @@ func (s *Stack) startVMStorageBacker() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &vmstorageBacker{
-		cs: cs, dataRoot: s.VMStorageRoot(), logRoot: filepath.Join(s.logDir, "vmstorage"), logf: s.step,
+		cs: cs, dataRoot: s.VMStorageRoot(), state: s.stateDir, logf: s.step,
 		cancel: cancel, done: make(chan struct{}), procs: map[types.NamespacedName]*backedPod{},
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0,
@@ -229,13 +231,10 @@ func (b *vmstorageBacker) startOne(ctx context.Context, p *corev1.Pod) (*backedP
 		endpoint: fmt.Sprintf("http://127.0.0.1:%d", ports[0]),
 		dataDir:  dataDir,
 	}
-	logDir := filepath.Join(b.logRoot, p.Namespace, p.Name)
-	for _, d := range []string{bp.dataDir, logDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
+	if err := os.MkdirAll(bp.dataDir, 0o755); err != nil {
+		return nil, err
 	}
-	bp.proc, err = testenv.StartProcess("vmstorage", logDir, []string{
+	bp.proc, err = startContainerProcess("vmstorage", podLogPath(b.state, p.Namespace, p.Name, "vmstorage"), []string{
 		"-storageDataPath=" + bp.dataDir,
 		fmt.Sprintf("-httpListenAddr=127.0.0.1:%d", ports[0]),
 		fmt.Sprintf("-vminsertAddr=127.0.0.1:%d", ports[1]),

@@ -68,6 +68,7 @@ func TestStories(t *testing.T) {
 	t.Run("7 one active upgrade per cluster: simultaneous POSTs, a second CR waits", storyOneActiveUpgrade)
 	t.Run("8 cancel a blue-green upgrade during its drain: the old Nodes are uncordoned", storyCancelBlueGreen)
 	t.Run("9 dry-run YAML piped to kubectl apply Succeeds like a POSTed operation", storyDryRunApply)
+	t.Run("10 kubectl logs and exec of a vmstorage Pod reach its real process", storyLogsExec)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,29 +27,53 @@ type Process struct {
 // StartProcess starts a binary from bin/ with args and env (added to the
 // current environment), logging to dir/<name>.log.
 func StartProcess(name, dir string, args, env []string) (*Process, error) {
-	path, err := Binary(name)
-	if err != nil {
-		return nil, err
-	}
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	return StartProcessTo(name, ProcessOutput{LogPath: logPath, Stdout: logFile, Stderr: logFile, Closer: logFile}, args, env)
+}
+
+// ProcessOutput is where a process started by StartProcessTo writes.
+type ProcessOutput struct {
+	// LogPath is the file Process.Log reads (the writers' file).
+	LogPath string
+	// Stdout and Stderr receive the process's standard output and error.
+	Stdout, Stderr io.Writer
+	// Closer, if set, is closed once the process has exited and its output
+	// is written.
+	Closer io.Closer
+}
+
+// StartProcessTo starts a binary from bin/ like StartProcess, with its
+// output going to out: for example the local stack's kubelet-format
+// container logs.
+func StartProcessTo(name string, out ProcessOutput, args, env []string) (*Process, error) {
+	closeOut := func() {
+		if out.Closer != nil {
+			_ = out.Closer.Close()
+		}
+	}
+	path, err := Binary(name)
+	if err != nil {
+		closeOut()
+		return nil, err
+	}
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
+	cmd.Stdout = out.Stdout
+	cmd.Stderr = out.Stderr
 	// Own process group, and die with the test binary.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
+		closeOut()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &Process{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	p := &Process{Name: name, LogPath: out.LogPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
-		_ = logFile.Close()
+		closeOut()
 		close(p.done)
 	}()
 	return p, nil

@@ -39,6 +39,10 @@ type Options struct {
 	// EtcdDataDir keeps etcd's data in a directory that outlives the
 	// environment (the local stack's state); empty: a temporary directory.
 	EtcdDataDir string
+	// APIServerFlags are further kube-apiserver flags, name (without
+	// dashes) to value; the local stack sets how it reaches kwok's kubelet
+	// endpoints.
+	APIServerFlags map[string]string
 }
 
 // Environment is a running control plane.
@@ -105,13 +109,22 @@ func Start(opts Options) (*Environment, error) {
 		ControlPlaneStartTimeout: time.Minute,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
+	// envtest waits 10 s by default for the CRDs to be served; the local
+	// stack installs over a hundred, maybe on a loaded machine.
+	env.CRDInstallOptions.MaxTime, env.CRDInstallOptions.PollInterval = 2*time.Minute, time.Second
 	env.ControlPlane.GetAPIServer().Path = apiserverPath
+	for name, value := range opts.APIServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, DataDir: opts.EtcdDataDir}
 	// kubectl is only used by tests that ask for it; point at bin/ anyway.
 	env.ControlPlane.KubectlPath = filepath.Join(mustBinDir(), "kubectl")
 
 	cfg, err := env.Start()
 	if err != nil {
+		// envtest leaves etcd and kube-apiserver running when a later step
+		// (installing the CRDs) fails.
+		_ = env.Stop()
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", mustBinDir(), err)
 	}
