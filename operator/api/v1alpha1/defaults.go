@@ -89,3 +89,27 @@ func (n NodeGroupUpgrade) VMStorageStatefulSet() (namespace, name string) {
 	}
 	return namespace, name
 }
+
+// RollsOut reports whether a VMStorage rollout of the spec targets the
+// VMCluster namespace/name (see RolloutVMCluster). ops-apiserver (what a
+// vmcluster DELETE must wait for) and ops-operator (what a backup waits
+// for) both decide with it.
+func (s *ClusterUpgradeOperationSpec) RollsOut(namespace, name string) bool {
+	for _, ng := range s.NodeGroupUpgrades {
+		if ns, n := ng.RolloutVMCluster(); n != "" && ns == namespace && n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// NodeGroupUpgradeOf returns the node group upgrade a node-group step of
+// the plan belongs to, or nil.
+func (s *ClusterUpgradeOperationSpec) NodeGroupUpgradeOf(step *UpgradeStep) *NodeGroupUpgrade {
+	for i := range s.NodeGroupUpgrades {
+		if step.ID == NodeGroupStepID(s.NodeGroupUpgrades[i].NodeGroupName, step.Action) {
+			return &s.NodeGroupUpgrades[i]
+		}
+	}
+	return nil
+}
