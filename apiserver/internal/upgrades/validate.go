@@ -182,6 +182,9 @@ func Validate(r *Request) []apierror.FieldViolation {
 		} else if n.RequiresVMStorageRollout {
 			add(f+".vmClusterHelmValues", "is required when requiresVMStorageRollout is true (use {} for no VMCluster change)")
 		}
+		if n.VMCluster != "" && !n.RequiresVMStorageRollout {
+			add(f+".vmCluster", "is only valid with requiresVMStorageRollout: true")
+		}
 		for field, value := range map[string]string{".vmstorageSTSName": n.VMStorageSTSName, ".vmstorageSTSNamespace": n.VMStorageSTSNamespace} {
 			if value == "" {
 				continue

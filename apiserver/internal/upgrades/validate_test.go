@@ -103,6 +103,8 @@ func TestDecodeInvalid(t *testing.T) {
 			ng(m, 0)["vmClusterHelmValues"] = map[string]any{}
 		}), "nodeGroupUpgrades[0].requiresVMStorageRollout"},
 		{"helm values without rollout", mutate(t, func(m map[string]any) { ng(m, 1)["requiresVMStorageRollout"] = false }), "nodeGroupUpgrades[1].vmClusterHelmValues"},
+		{"vmCluster without rollout", mutate(t, func(m map[string]any) { ng(m, 0)["vmCluster"] = "metrics" }), "nodeGroupUpgrades[0].vmCluster"},
+		{"wrong type: vmCluster object", mutate(t, func(m map[string]any) { ng(m, 1)["vmCluster"] = map[string]any{"name": "metrics"} }), "nodeGroupUpgrades.vmCluster"},
 		{"rollout without helm values", mutate(t, func(m map[string]any) { delete(ng(m, 1), "vmClusterHelmValues") }), "nodeGroupUpgrades[1].vmClusterHelmValues"},
 		{"helm values not an object", mutate(t, func(m map[string]any) { ng(m, 1)["vmClusterHelmValues"] = []any{1} }), "nodeGroupUpgrades[1].vmClusterHelmValues"},
 		{"blue-green without new name", mutate(t, func(m map[string]any) { delete(ng(m, 1), "newNodeGroupName") }), "nodeGroupUpgrades[1].newNodeGroupName"},
