@@ -7,6 +7,7 @@ import (
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/fluxcd/pkg/apis/kustomize"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -91,6 +92,21 @@ func TestRolloutTarget(t *testing.T) {
 		}
 	}
 	g.Expect(a.count()).To(Equal(0), "nothing created for a refused target")
+
+	// A PUT of the vmcluster's values keeps the post-renderer an upgrade
+	// recorded on its HelmRelease (it replaces spec.values only).
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(hr), hr)).To(Succeed())
+	recorded := []helmv2.PostRenderer{{Kustomize: &helmv2.Kustomize{Patches: []kustomize.Patch{{
+		Target: &kustomize.Selector{Kind: "VMCluster", Name: "metrics"},
+		Patch:  "# ops-server-vmstorage-rollout\n" + `{"apiVersion":"operator.victoriametrics.com/v1beta1","kind":"VMCluster","metadata":{"name":"metrics"},"spec":{"vmstorage":{"nodeSelector":{"ng":"new"}}}}`,
+	}}}}}
+	hr.Spec.PostRenderers = recorded
+	g.Expect(env.Client.Update(ctx, hr)).To(Succeed())
+	_, err := vm.Update(ctx, "metrics", vmclusters.UpdateRequest{Values: []byte(`{"vmselect":{"replicaCount":2}}`)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(hr), hr)).To(Succeed())
+	g.Expect(string(hr.Spec.Values.Raw)).To(ContainSubstring(`"replicaCount":2`))
+	g.Expect(hr.Spec.PostRenderers).To(Equal(recorded))
 
 	// A vmcluster being deleted is refused too.
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(hr), hr)).To(Succeed())
