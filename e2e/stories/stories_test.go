@@ -66,6 +66,7 @@ func TestStories(t *testing.T) {
 	t.Run("5 ops-apiserver killed: nothing accepted is lost", storyAPIServerRestart)
 	t.Run("6 GitOps: kubectl apply gives the same result; invalid YAML is rejected", storyGitOps)
 	t.Run("7 one active upgrade per cluster: simultaneous POSTs, a second CR waits", storyOneActiveUpgrade)
+	t.Run("rollout target: a vmcluster named in the upgrade moves, and a later PUT keeps it moved", storyRolloutTarget)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {
