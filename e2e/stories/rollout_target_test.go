@@ -104,19 +104,19 @@ func storyRolloutTarget(t *testing.T) {
 	g.Expect(st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: "metrics"}, hr)).To(Succeed())
 	g.Expect(hr.Spec.PostRenderers).To(HaveLen(1), "the PUT keeps the post-renderer")
 	g.Eventually(func(g Gomega) { releaseReady(g, "metrics", hr.Generation) }, 3*time.Minute, time.Second).Should(Succeed())
-	g.Eventually(func(g Gomega) { stsReady(g, "vmselect-metrics", 2) }, 3*time.Minute, time.Second).Should(Succeed())
-	waitVMCluster(t, "metrics", "RUNNING", 3*time.Minute)
 
-	// Helm applied the new values with the overlay: the VMCluster and the
-	// vmstorage pods stay on the new node group.
+	// Helm applied the new values with the overlay: the VMCluster keeps
+	// vmstorage on the new node group, and so do its pods.
 	vmc := &unstructured.Unstructured{}
 	vmc.SetAPIVersion("operator.victoriametrics.com/v1beta1")
 	vmc.SetKind("VMCluster")
 	g.Expect(st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: "metrics"}, vmc)).To(Succeed())
-	sel, _, _ := unstructured.NestedStringMap(vmc.Object, "spec", "vmstorage", "nodeSelector")
-	g.Expect(sel).To(HaveKeyWithValue(stack.NodeGroupLabel, "metrics-store-130"))
 	n, _, _ := unstructured.NestedInt64(vmc.Object, "spec", "vmselect", "replicaCount")
 	g.Expect(n).To(Equal(int64(2)), "the PUT's values are applied")
+	sel, _, _ := unstructured.NestedStringMap(vmc.Object, "spec", "vmstorage", "nodeSelector")
+	g.Expect(sel).To(HaveKeyWithValue(stack.NodeGroupLabel, "metrics-store-130"))
+	g.Eventually(func(g Gomega) { stsReady(g, "vmselect-metrics", 2) }, 3*time.Minute, time.Second).Should(Succeed())
+	waitVMCluster(t, "metrics", "RUNNING", 3*time.Minute)
 	g.Consistently(onNewGroup, 10*time.Second, time.Second).Should(Succeed())
 }
 
