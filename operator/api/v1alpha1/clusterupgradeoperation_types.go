@@ -285,7 +285,8 @@ type NodeGroupUpgrade struct {
 	// VMStorageSTSName is the vmstorage StatefulSet whose rollout and pod
 	// placement the operator observes during a VMStorage rollout; it is never
 	// patched (the VictoriaMetrics operator owns it). Only valid with
-	// requiresVMStorageRollout: true. Omitted: vmstorage-vmcluster.
+	// requiresVMStorageRollout: true. Omitted: vmstorage-<vmCluster name>
+	// (vmstorage-vmcluster for the default VMCluster).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -293,7 +294,8 @@ type NodeGroupUpgrade struct {
 	VMStorageSTSName string `json:"vmstorageSTSName,omitempty"`
 
 	// VMStorageSTSNamespace is the namespace of vmstorageSTSName. Only valid
-	// with requiresVMStorageRollout: true. Omitted: observability.
+	// with requiresVMStorageRollout: true. Omitted: the vmCluster's namespace
+	// (observability for the default VMCluster).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63

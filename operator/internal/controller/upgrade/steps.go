@@ -506,7 +506,8 @@ func (r *Reconciler) failTargetGone(s *scope, step *opsv1.UpgradeStep, key types
 }
 
 // checkRolloutTargets finds the VMClusters of the spec's VMStorage rollouts
-// that do not exist: a message naming them, "" when all do. It runs before
+// that do not exist or are being deleted: a message naming them, "" when
+// all exist. It runs before
 // the preflight's first cloud call.
 func (r *Reconciler) checkRolloutTargets(ctx context.Context, spec *opsv1.ClusterUpgradeOperationSpec) (string, error) {
 	var missing []string
@@ -516,12 +517,15 @@ func (r *Reconciler) checkRolloutTargets(ctx context.Context, spec *opsv1.Cluste
 			continue
 		}
 		key := rolloutKey(ng)
-		err := r.APIReader.Get(ctx, key, vmstorage.NewVMCluster())
+		vmc := vmstorage.NewVMCluster()
+		err := r.APIReader.Get(ctx, key, vmc)
 		switch {
 		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 			missing = append(missing, fmt.Sprintf("nodeGroupUpgrades[%d].vmCluster: VMCluster %s does not exist", i, key))
 		case err != nil:
 			return "", fmt.Errorf("getting VMCluster %s: %w", key, err)
+		case vmc.GetDeletionTimestamp() != nil:
+			missing = append(missing, fmt.Sprintf("nodeGroupUpgrades[%d].vmCluster: VMCluster %s is being deleted", i, key))
 		}
 	}
 	return strings.Join(missing, "; "), nil
