@@ -216,6 +216,10 @@ func (r *Reconciler) act(ctx context.Context, op *opsv1.ClusterUpgradeOperation)
 			r.failInvalid(op, "Invalid spec: "+msg)
 			return
 		}
+		if msg := validateTargets(op); msg != "" {
+			r.failInvalid(op, "Invalid spec: "+msg)
+			return
+		}
 		msg, err := r.checkRolloutTargets(ctx, &op.Spec)
 		if err != nil {
 			return 0, false, false, err

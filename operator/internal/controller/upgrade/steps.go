@@ -550,6 +550,22 @@ func validateSpec(spec *opsv1.ClusterUpgradeOperationSpec) string {
 	return strings.Join(problems, "; ")
 }
 
+// validateTargets finds the rollout targets outside the namespaces an
+// operation may reach: its own and observability (the default target's).
+// The chart's ValidatingAdmissionPolicy refuses the same at admission; this
+// is the check for a cluster without it. "" when none.
+func validateTargets(op *opsv1.ClusterUpgradeOperation) string {
+	var problems []string
+	for i := range op.Spec.NodeGroupUpgrades {
+		ns, name := op.Spec.NodeGroupUpgrades[i].RolloutVMCluster()
+		if name != "" && ns != op.Namespace && ns != opsv1.VMClusterNamespace {
+			problems = append(problems, fmt.Sprintf("nodeGroupUpgrades[%d].vmCluster.namespace %s: a rollout may only target a VMCluster in the operation's namespace %s or in %s",
+				i, ns, op.Namespace, opsv1.VMClusterNamespace))
+		}
+	}
+	return strings.Join(problems, "; ")
+}
+
 func describeViolations(p []opsv1.VMClusterHelmValuesViolation) string {
 	parts := make([]string, 0, len(p))
 	for _, v := range p {

@@ -179,3 +179,23 @@ func TestRolloutTargetDeletedMidway(t *testing.T) {
 	g.Expect(ready.Reason).To(Equal(opsv1.VMClusterNotFoundReason))
 	g.Expect(mutationCounts(f)).NotTo(HaveKey("StartDeleteNodeGroup nodegroup/old"))
 }
+
+// TestRolloutTargetOutsideNamespaces: a vmCluster in a namespace other than
+// the operation's own or observability fails the operation with reason
+// InvalidSpec before any cloud call (the chart's admission policy refuses
+// it first where installed).
+func TestRolloutTargetOutsideNamespaces(t *testing.T) {
+	ns := env.NewNamespace(t)
+	f := newCloud(t, "target-elsewhere", 0, seed("old"))
+	startOperator(t, ns, f, nil)
+	op := rolloutOp(ns, "elsewhere", "metrics", f)
+	op.Spec.NodeGroupUpgrades[0].VMCluster.Namespace = "kube-system"
+	NewWithT(t).Expect(env.Client.Create(context.Background(), op)).To(Succeed())
+
+	done := waitPhase(t, op, opsv1.UpgradePhaseFailed, time.Minute)
+	g := NewWithT(t)
+	ready := apimeta.FindStatusCondition(done.Status.Conditions, opsv1.ReadyCondition)
+	g.Expect(ready.Reason).To(Equal(opsv1.InvalidSpecReason))
+	g.Expect(ready.Message).To(ContainSubstring("nodeGroupUpgrades[0].vmCluster.namespace kube-system"))
+	g.Expect(f.log.Calls()).To(BeEmpty())
+}
