@@ -280,6 +280,12 @@ func TestOperatorRBACCoversItsCalls(t *testing.T) {
 	g.Expect(admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ops-operator.ops.observability.tidbcloud.com"}, lease)).To(Succeed())
 	g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
 
+	// vmstorage.OwningHelmRelease and RecordOverlay: the Flux HelmRelease
+	// of a VMCluster, and the post-renderer a rollout records on it.
+	authorized(g, op.List(ctx, &helmv2.HelmReleaseList{}), "list helmreleases")
+	authorized(g, op.Get(ctx, client.ObjectKey{Namespace: ns, Name: "absent"}, &helmv2.HelmRelease{}), "get helmreleases")
+	authorized(g, op.Patch(ctx, &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: "absent", Namespace: ns}}, client.RawPatch(types.MergePatchType, []byte(`{}`))), "patch helmreleases")
+
 	// Outside the needed set.
 	other := env.NewNamespace(t)
 	forbidden(g, op.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(other)), "delete secrets")

@@ -184,6 +184,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Work: &vmclusters.KubeWork{Reader: a.cache,
 			BackupNamespaces: []string{cfg.Namespace, cfg.Backups.Namespace}, UpgradeNamespaces: []string{cfg.Upgrades.Namespace}},
 	}
+	up.VMClusters = svc
 	bk := &backups.Service{
 		Reader: a.cache, Writer: kube, Namespace: cfg.Backups.Namespace, VMClusters: svc,
 		Defaults: cfg.Backups, Caller: auth.CallerName, CacheWait: 5 * time.Second,

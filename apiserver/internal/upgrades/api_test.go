@@ -67,11 +67,14 @@ func newAPI(t *testing.T) *api {
 
 // serveAPI serves the upgrade API for the namespace: two calls for one
 // namespace are two replicas of ops-apiserver.
-func serveAPI(t *testing.T, ns string) *api {
+func serveAPI(t *testing.T, ns string, opts ...func(*upgrades.Service)) *api {
 	svc := &upgrades.Service{
 		Reader: env.Client, Writer: env.Client, Namespace: ns,
 		Providers: cloud.NewRegistry(&mock.Provider{Client: env.Client, Faults: faults}),
 		Caller:    func(context.Context) string { return "system:serviceaccount:ci:robot" },
+	}
+	for _, o := range opts {
+		o(svc)
 	}
 	e, err := server.New(server.Options{}, &upgrades.Handler{Svc: svc})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
@@ -41,6 +43,16 @@ type Service struct {
 	// Caller names the authenticated caller of a request (for the
 	// initiated-by annotation); nil or "" when unknown.
 	Caller func(context.Context) string
+	// VMClusters resolves the vmcluster a node-group upgrade names as its
+	// rollout target; nil refuses every named target.
+	VMClusters VMClusters
+}
+
+// VMClusters resolves a vmcluster id (UID or name) the way the vmclusters
+// API does: a NotFound error when there is none. *vmclusters.Service
+// implements it.
+type VMClusters interface {
+	Get(ctx context.Context, id string) (vmclusters.VMCluster, error)
 }
 
 // Create creates an operation. With an idempotency key the object name is
@@ -52,6 +64,9 @@ type Service struct {
 func (s *Service) Create(ctx context.Context, req *Request, key string) (Operation, bool, error) {
 	req, err := s.checkCloud(ctx, req)
 	if err != nil {
+		return Operation{}, false, err
+	}
+	if err := s.resolveTargets(ctx, req); err != nil {
 		return Operation{}, false, err
 	}
 	obj := s.build(ctx, req, key)
@@ -132,6 +147,9 @@ func (s *Service) DryRun(ctx context.Context, req *Request, key string) (Manifes
 	if err != nil {
 		return Manifest{}, err
 	}
+	if err := s.resolveTargets(ctx, req); err != nil {
+		return Manifest{}, err
+	}
 	obj := s.build(ctx, req, key)
 	if key == "" {
 		obj.GenerateName, obj.Name = "", randomName()
@@ -165,6 +183,49 @@ func (s *Service) checkCloud(ctx context.Context, req *Request) (*Request, error
 			apierror.Violation("cloudProvider", "%s", msg))
 	}
 	return resolveTarget(ctx, p, ref, req)
+}
+
+// ReasonVMClusterNotFound is the reason of a request whose rollout target
+// does not exist (ops-operator's preflight fails a ClusterUpgradeOperation
+// with reason VMClusterNotFound for the same).
+const ReasonVMClusterNotFound = "VMCLUSTER_NOT_FOUND"
+
+// resolveTargets resolves, at request time, the vmcluster each node-group
+// upgrade names as its rollout target to its VMCluster, and refuses one
+// that does not exist or is being deleted, one field violation per
+// node-group upgrade. An omitted target (observability/vmcluster, which
+// need not be a vmcluster of this API) is checked by ops-operator's
+// preflight, before any cloud call.
+func (s *Service) resolveTargets(ctx context.Context, req *Request) error {
+	var v []apierror.FieldViolation
+	for i := range req.NodeGroupUpgrades {
+		n := &req.NodeGroupUpgrades[i]
+		if n.VMCluster == "" {
+			continue
+		}
+		field := fmt.Sprintf("nodeGroupUpgrades[%d].vmCluster", i)
+		if s.VMClusters == nil {
+			v = append(v, apierror.Violation(field, "this server does not serve vmclusters; omit vmCluster"))
+			continue
+		}
+		vmc, err := s.VMClusters.Get(ctx, n.VMCluster)
+		if e, ok := apierror.As(err); ok && e.Code == http.StatusNotFound {
+			v = append(v, apierror.Violation(field, "vmcluster %q does not exist", n.VMCluster))
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if vmc.Status == vmclusters.StatusDeleting {
+			v = append(v, apierror.Violation(field, "vmcluster %q is being deleted", n.VMCluster))
+			continue
+		}
+		n.vmClusterRef = &opsv1.VMClusterReference{Namespace: vmc.HelmReleaseInfo.ReleaseNamespace, Name: vmc.HelmReleaseInfo.ReleaseName}
+	}
+	if len(v) > 0 {
+		return apierror.InvalidArgument("the rollout target of the upgrade request does not exist", v...).WithReason(ReasonVMClusterNotFound)
+	}
+	return nil
 }
 
 func (s *Service) build(ctx context.Context, req *Request, key string) *opsv1.ClusterUpgradeOperation {

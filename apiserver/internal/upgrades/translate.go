@@ -43,6 +43,7 @@ func toSpec(r *Request) opsv1.ClusterUpgradeOperationSpec {
 			NodeGroupName: n.NodeGroupName, Strategy: opsv1.UpgradeStrategy(n.Strategy),
 			RequiresVMStorageRollout: n.RequiresVMStorageRollout, NewNodeGroupName: n.NewNodeGroupName,
 			VMStorageSTSName: n.VMStorageSTSName, VMStorageSTSNamespace: n.VMStorageSTSNamespace,
+			VMCluster: n.vmClusterRef,
 		}
 		if len(n.VMClusterHelmValues) > 0 && string(n.VMClusterHelmValues) != "null" {
 			// Validated: an object of objects.
@@ -79,6 +80,9 @@ func fromSpec(s *opsv1.ClusterUpgradeOperationSpec) Request {
 		ng := NodeGroupUpgrade{
 			NodeGroupName: n.NodeGroupName, Strategy: string(n.Strategy), RequiresVMStorageRollout: n.RequiresVMStorageRollout,
 			NewNodeGroupName: n.NewNodeGroupName, VMStorageSTSName: n.VMStorageSTSName, VMStorageSTSNamespace: n.VMStorageSTSNamespace,
+		}
+		if n.VMCluster != nil {
+			ng.VMCluster = n.VMCluster.Name
 		}
 		if n.VMClusterHelmValues != nil {
 			if b, err := json.Marshal(n.VMClusterHelmValues); err == nil {

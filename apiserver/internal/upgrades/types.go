@@ -55,6 +55,13 @@ type NodeGroupUpgrade struct {
 	VMClusterHelmValues      json.RawMessage `json:"vmClusterHelmValues,omitempty"`
 	VMStorageSTSName         string          `json:"vmstorageSTSName,omitempty"`
 	VMStorageSTSNamespace    string          `json:"vmstorageSTSNamespace,omitempty"`
+	// VMCluster is the vmcluster (id or name, as in the vmclusters API)
+	// whose VMCluster the VMStorage rollout patches; omitted: the VMCluster
+	// observability/vmcluster. Responses show the VMCluster's name.
+	VMCluster string `json:"vmCluster,omitempty"`
+
+	// vmClusterRef is VMCluster resolved at request time (resolveTargets).
+	vmClusterRef *opsv1.VMClusterReference
 }
 
 // Operation is an upgrade operation as the API returns it.

@@ -191,6 +191,12 @@ func Validate(r *Request) []apierror.FieldViolation {
 		} else if n.RequiresVMStorageRollout {
 			add(f+".vmClusterHelmValues", "is required when requiresVMStorageRollout is true (use {} for no VMCluster change)")
 		}
+		switch {
+		case n.VMCluster != "" && !n.RequiresVMStorageRollout:
+			add(f+".vmCluster", "is only valid with requiresVMStorageRollout: true")
+		case len(n.VMCluster) > 253:
+			add(f+".vmCluster", "must be at most 253 characters (a vmcluster id or name)")
+		}
 		for field, value := range map[string]string{".vmstorageSTSName": n.VMStorageSTSName, ".vmstorageSTSNamespace": n.VMStorageSTSNamespace} {
 			if value == "" {
 				continue

@@ -36,7 +36,14 @@ func TestDecodeValid(t *testing.T) {
 // schedule, a bad version, duplicate node groups — each a 400 naming the
 // field.
 func TestDecodeInvalid(t *testing.T) {
-	for _, tc := range upgradestest.InvalidRequests() {
+	// The REST API takes vmCluster as a vmcluster id or name (a string);
+	// the CR takes a reference object, so this refusal is REST's own.
+	restOnly := []upgradestest.Invalid{
+		{Name: "wrong type: vmCluster object", Body: upgradestest.Mutate(func(m map[string]any) {
+			upgradestest.NodeGroup(m, 1)["vmCluster"] = map[string]any{"name": "metrics"}
+		}), Field: "nodeGroupUpgrades.vmCluster"},
+	}
+	for _, tc := range append(upgradestest.InvalidRequests(), restOnly...) {
 		t.Run(tc.Name, func(t *testing.T) {
 			g := NewWithT(t)
 			_, err := Decode([]byte(tc.Body))

@@ -54,19 +54,6 @@ type KubeWork struct {
 	UpgradeNamespaces []string
 }
 
-// RolloutTarget returns the VMCluster a vmstorage rollout of op patches,
-// if op has one. Today that is the fixed VMCluster named in the API
-// package (opsv1.VMClusterNamespace, opsv1.VMClusterName); the rule lives
-// here only, so a configurable target changes one function.
-func RolloutTarget(op *opsv1.ClusterUpgradeOperation) (namespace, name string, ok bool) {
-	for _, ng := range op.Spec.NodeGroupUpgrades {
-		if ng.RequiresVMStorageRollout {
-			return opsv1.VMClusterNamespace, opsv1.VMClusterName, true
-		}
-	}
-	return "", "", false
-}
-
 // BlockersOf returns the non-terminal backups and upgrades, among those
 // given, that work on the VMCluster namespace/name, sorted.
 func BlockersOf(namespace, name string, backups []opsv1.ClusterBackup, ops []opsv1.ClusterUpgradeOperation) []Blocker {
@@ -85,7 +72,10 @@ func BlockersOf(namespace, name string, backups []opsv1.ClusterBackup, ops []ops
 		if op.Status.Phase.IsTerminal() {
 			continue
 		}
-		if ns, n, ok := RolloutTarget(op); ok && ns == namespace && n == name {
+		// The rollout target of every node group (its vmCluster,
+		// observability/vmcluster when omitted): the one rule
+		// ops-operator's backups wait by too.
+		if op.Spec.RollsOut(namespace, name) {
 			out = append(out, Blocker{Kind: opsv1.ClusterUpgradeOperationKind, Namespace: op.Namespace, Name: op.Name, Phase: string(op.Status.Phase)})
 		}
 	}

@@ -38,6 +38,10 @@ func TestBlockersOf(t *testing.T) {
 		upgrade("rollout-done", true, opsv1.UpgradePhaseSucceeded),
 		upgrade("rollout-paused", true, opsv1.UpgradePhasePaused),
 	}
+	// An explicit rollout target: VMCluster observability/other only.
+	explicit := upgrade("rollout-other", true, opsv1.UpgradePhaseRunning)
+	explicit.Spec.NodeGroupUpgrades[0].VMCluster = &opsv1.VMClusterReference{Name: "other"}
+	ops = append(ops, explicit)
 
 	g := NewWithT(t)
 	got := BlockersOf(opsv1.VMClusterNamespace, opsv1.VMClusterName, backups, ops)
@@ -55,9 +59,10 @@ func TestBlockersOf(t *testing.T) {
 	g.Expect(got[1].String()).To(Equal("ClusterBackup ops/new (not started)"))
 	g.Expect(got[2].String()).To(Equal("ClusterBackup ops/running (Running)"))
 
-	// Another VMCluster: only its own backup; no upgrade targets it.
+	// Another VMCluster: its own backup and the upgrade that names it.
 	other := BlockersOf("observability", "other", backups, ops)
-	g.Expect(other).To(HaveLen(1))
+	g.Expect(other).To(HaveLen(2))
 	g.Expect(other[0].Name).To(Equal("other"))
+	g.Expect(other[1].Name).To(Equal("rollout-other"))
 	g.Expect(BlockersOf("elsewhere", "vmcluster", backups, ops)).To(BeEmpty())
 }

@@ -8,10 +8,13 @@ import (
 	"sync"
 	"testing"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
@@ -149,4 +152,32 @@ func TestOneActiveUpgradePerCluster(t *testing.T) {
 	code, body := f.do(http.MethodPost, upgradesPath, req)
 	g.Expect(code).To(Equal(http.StatusAccepted), string(body))
 	g.Expect(strings.Contains(string(body), op.ID)).To(BeFalse())
+}
+
+// TestUpgradeRolloutTargetStaysInNamespace (#19 item 2): a node-group
+// upgrade names its rollout target by a vmcluster of this API; a
+// HelmRelease of the same name in another namespace is not one, so the
+// request is a 400 on nodeGroupUpgrades[0].vmCluster and creates nothing.
+// The same target written into a CR is refused by the chart's admission
+// policy (e2e/deploy TestUpgradeRolloutNamespacePolicy) or, without it, by
+// ops-operator's preflight (InvalidSpec, TestRolloutTargetOutsideNamespaces).
+func TestUpgradeRolloutTargetStaysInNamespace(t *testing.T) {
+	g := NewWithT(t)
+	f := start(t, nil)
+	other := env.NewNamespace(t)
+	theirs := &helmv2.HelmRelease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "theirs", Labels: vmclusters.Labels("theirs")},
+		Spec: helmv2.HelmReleaseSpec{Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
+			Chart: "vmcluster", SourceRef: helmv2.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "theirs"},
+		}}},
+	}
+	g.Expect(f.kube.Create(context.Background(), theirs)).To(Succeed())
+	body := strings.Replace(upgradeBody(`{}`), `"vmClusterHelmValues"`, `"vmCluster":"theirs","vmClusterHelmValues"`, 1)
+	code, resp := f.do(http.MethodPost, upgradesPath, body)
+	g.Expect(code).To(Equal(http.StatusBadRequest), string(resp))
+	g.Expect(fieldViolations(resp)).To(ConsistOf("nodeGroupUpgrades[0].vmCluster"))
+	g.Expect(f.upgrades()).To(BeEmpty())
+	cur := &helmv2.HelmRelease{}
+	g.Expect(f.kube.Get(context.Background(), client.ObjectKeyFromObject(theirs), cur)).To(Succeed())
+	g.Expect(cur.Spec.PostRenderers).To(BeEmpty())
 }

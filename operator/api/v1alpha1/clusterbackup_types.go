@@ -86,10 +86,11 @@ type ClusterBackupSpec struct {
 
 // VMClusterReference names a VMCluster (operator.victoriametrics.com/v1beta1).
 type VMClusterReference struct {
-	// Namespace of the VMCluster. Omitted: the ClusterBackup's namespace,
-	// the only one allowed (the chart's ValidatingAdmissionPolicy refuses
-	// another at admission; ops-operator fails such a backup with reason
-	// InvalidSpec).
+	// Namespace of the VMCluster. Omitted in a ClusterBackup: the
+	// ClusterBackup's namespace, the only one allowed (the chart's
+	// ValidatingAdmissionPolicy refuses another at admission; ops-operator
+	// fails such a backup with reason InvalidSpec). Omitted in a node-group
+	// upgrade: observability.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63

@@ -35,12 +35,14 @@ const (
 	DefaultVMStorageSTSNamespace = "observability"
 )
 
-// The VMCluster that a VMStorage rollout patches with vmClusterHelmValues.
+// The VMCluster that a VMStorage rollout patches with vmClusterHelmValues
+// when nodeGroupUpgrades[].vmCluster is omitted.
 const (
-	// VMClusterNamespace is the namespace of the VMCluster of a VMStorage
-	// rollout.
+	// VMClusterNamespace is the namespace of the default VMCluster of a
+	// VMStorage rollout, and of one whose vmCluster.namespace is omitted.
 	VMClusterNamespace = "observability"
-	// VMClusterName is the name of the VMCluster of a VMStorage rollout.
+	// VMClusterName is the name of the default VMCluster of a VMStorage
+	// rollout.
 	VMClusterName = "vmcluster"
 )
 
@@ -249,6 +251,7 @@ type ClusterAddon struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.requiresVMStorageRollout) || !self.requiresVMStorageRollout || has(self.vmClusterHelmValues)",message="vmClusterHelmValues is required when requiresVMStorageRollout is true (use {} for no VMCluster change)",fieldPath=".vmClusterHelmValues",reason="FieldValueRequired"
 // +kubebuilder:validation:XValidation:rule="!has(self.vmstorageSTSName) || (has(self.requiresVMStorageRollout) && self.requiresVMStorageRollout)",message="vmstorageSTSName requires requiresVMStorageRollout: true",fieldPath=".vmstorageSTSName",reason="FieldValueForbidden"
 // +kubebuilder:validation:XValidation:rule="!has(self.vmstorageSTSNamespace) || (has(self.requiresVMStorageRollout) && self.requiresVMStorageRollout)",message="vmstorageSTSNamespace requires requiresVMStorageRollout: true",fieldPath=".vmstorageSTSNamespace",reason="FieldValueForbidden"
+// +kubebuilder:validation:XValidation:rule="!has(self.vmCluster) || (has(self.requiresVMStorageRollout) && self.requiresVMStorageRollout)",message="vmCluster requires requiresVMStorageRollout: true",fieldPath=".vmCluster",reason="FieldValueForbidden"
 type NodeGroupUpgrade struct {
 	// NodeGroupName is the name of the existing node group (EKS node group,
 	// GKE/AKS/ACK node pool) to upgrade, as the cloud names it: EKS 1-63
@@ -303,7 +306,8 @@ type NodeGroupUpgrade struct {
 	// VMStorageSTSName is the vmstorage StatefulSet whose rollout and pod
 	// placement the operator observes during a VMStorage rollout; it is never
 	// patched (the VictoriaMetrics operator owns it). Only valid with
-	// requiresVMStorageRollout: true. Omitted: vmstorage-vmcluster.
+	// requiresVMStorageRollout: true. Omitted: vmstorage-<vmCluster name>
+	// (vmstorage-vmcluster for the default VMCluster).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
@@ -311,12 +315,23 @@ type NodeGroupUpgrade struct {
 	VMStorageSTSName string `json:"vmstorageSTSName,omitempty"`
 
 	// VMStorageSTSNamespace is the namespace of vmstorageSTSName. Only valid
-	// with requiresVMStorageRollout: true. Omitted: observability.
+	// with requiresVMStorageRollout: true. Omitted: the vmCluster's namespace
+	// (observability for the default VMCluster).
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	VMStorageSTSNamespace string `json:"vmstorageSTSNamespace,omitempty"`
+
+	// VMCluster is the VMCluster (operator.victoriametrics.com/v1beta1) a
+	// VMStorage rollout patches with vmClusterHelmValues. Only valid with
+	// requiresVMStorageRollout: true. Omitted: observability/vmcluster; an
+	// omitted namespace is observability. The operator's preflight fails
+	// the operation (reason VMClusterNotFound) before any cloud call when it
+	// does not exist. When a Flux HelmRelease installs it, the rollout also
+	// records vmClusterHelmValues on that HelmRelease (docs/upgrades.md).
+	// +optional
+	VMCluster *VMClusterReference `json:"vmCluster,omitempty"`
 }
 
 // UpgradePhase is the lifecycle phase of a ClusterUpgradeOperation.

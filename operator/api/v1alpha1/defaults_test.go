@@ -47,17 +47,29 @@ func TestSpecDefault(t *testing.T) {
 				RequiresVMStorageRollout: true, VMClusterHelmValues: values}},
 			want: []NodeGroupUpgrade{{NodeGroupName: "vmstorage", Strategy: StrategyBlueGreen, NewNodeGroupName: "vmstorage-130",
 				RequiresVMStorageRollout: true, VMClusterHelmValues: values,
-				VMStorageSTSName: "vmstorage-vmcluster", VMStorageSTSNamespace: "observability"}},
+				VMStorageSTSName: "vmstorage-vmcluster", VMStorageSTSNamespace: "observability", VMCluster: &VMClusterReference{Namespace: "observability", Name: "vmcluster"}}},
 		},
 		{
 			name: "explicit name is kept, namespace defaulted",
 			in:   []NodeGroupUpgrade{{NodeGroupName: "v", RequiresVMStorageRollout: true, VMStorageSTSName: "vmstorage-main"}},
-			want: []NodeGroupUpgrade{{NodeGroupName: "v", RequiresVMStorageRollout: true, VMStorageSTSName: "vmstorage-main", VMStorageSTSNamespace: "observability"}},
+			want: []NodeGroupUpgrade{{NodeGroupName: "v", RequiresVMStorageRollout: true, VMStorageSTSName: "vmstorage-main", VMStorageSTSNamespace: "observability", VMCluster: &VMClusterReference{Namespace: "observability", Name: "vmcluster"}}},
 		},
 		{
 			name: "explicit namespace is kept, name defaulted",
 			in:   []NodeGroupUpgrade{{NodeGroupName: "v", RequiresVMStorageRollout: true, VMStorageSTSNamespace: "monitoring"}},
-			want: []NodeGroupUpgrade{{NodeGroupName: "v", RequiresVMStorageRollout: true, VMStorageSTSName: "vmstorage-vmcluster", VMStorageSTSNamespace: "monitoring"}},
+			want: []NodeGroupUpgrade{{NodeGroupName: "v", RequiresVMStorageRollout: true, VMStorageSTSName: "vmstorage-vmcluster", VMStorageSTSNamespace: "monitoring", VMCluster: &VMClusterReference{Namespace: "observability", Name: "vmcluster"}}},
+		},
+		{
+			name: "explicit vmCluster names the StatefulSet and its namespace",
+			in:   []NodeGroupUpgrade{{NodeGroupName: "v", RequiresVMStorageRollout: true, VMCluster: &VMClusterReference{Namespace: "monitoring", Name: "metrics"}}},
+			want: []NodeGroupUpgrade{{NodeGroupName: "v", RequiresVMStorageRollout: true, VMStorageSTSName: "vmstorage-metrics", VMStorageSTSNamespace: "monitoring",
+				VMCluster: &VMClusterReference{Namespace: "monitoring", Name: "metrics"}}},
+		},
+		{
+			name: "vmCluster without namespace gets observability",
+			in:   []NodeGroupUpgrade{{NodeGroupName: "v", RequiresVMStorageRollout: true, VMCluster: &VMClusterReference{Name: "metrics"}}},
+			want: []NodeGroupUpgrade{{NodeGroupName: "v", RequiresVMStorageRollout: true, VMStorageSTSName: "vmstorage-metrics", VMStorageSTSNamespace: "observability",
+				VMCluster: &VMClusterReference{Namespace: "observability", Name: "metrics"}}},
 		},
 		{
 			name: "every node group is defaulted",
@@ -67,7 +79,8 @@ func TestSpecDefault(t *testing.T) {
 			},
 			want: []NodeGroupUpgrade{
 				{NodeGroupName: "a", Strategy: StrategyInPlace},
-				{NodeGroupName: "b", RequiresVMStorageRollout: true, VMStorageSTSName: DefaultVMStorageSTSName, VMStorageSTSNamespace: DefaultVMStorageSTSNamespace},
+				{NodeGroupName: "b", RequiresVMStorageRollout: true, VMStorageSTSName: DefaultVMStorageSTSName, VMStorageSTSNamespace: DefaultVMStorageSTSNamespace,
+					VMCluster: &VMClusterReference{Namespace: VMClusterNamespace, Name: VMClusterName}},
 			},
 		},
 	}
@@ -96,6 +109,8 @@ func TestVMStorageStatefulSet(t *testing.T) {
 			wantNS: "observability", wantName: "vmstorage-vmcluster"},
 		{name: "rollout, explicit", in: NodeGroupUpgrade{RequiresVMStorageRollout: true, VMStorageSTSName: "s", VMStorageSTSNamespace: "n"},
 			wantNS: "n", wantName: "s"},
+		{name: "rollout, vmCluster named", in: NodeGroupUpgrade{RequiresVMStorageRollout: true, VMCluster: &VMClusterReference{Name: "metrics"}},
+			wantNS: "observability", wantName: "vmstorage-metrics"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

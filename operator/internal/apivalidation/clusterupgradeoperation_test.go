@@ -228,6 +228,18 @@ func TestClusterUpgradeOperationCreate(t *testing.T) {
 		{name: "vmstorageSTSNamespace not a DNS label", mutate: setNodeGroups(vmstorageWith(func(n obj) { n["vmstorageSTSNamespace"] = "obs_ns" })),
 			reject: rejected(ng0+".vmstorageSTSNamespace", "should match")},
 
+		// vmCluster names the rollout target, only for a VMStorage rollout.
+		{name: "vmCluster given for VMStorage rollout", mutate: setNodeGroups(vmstorageWith(func(n obj) {
+			n["vmCluster"] = obj{"namespace": "monitoring", "name": "metrics"}
+		}))},
+		{name: "vmCluster without namespace", mutate: setNodeGroups(vmstorageWith(func(n obj) { n["vmCluster"] = obj{"name": "metrics"} }))},
+		{name: "vmCluster without VMStorage rollout", mutate: setFirstNodeGroup("vmCluster", obj{"name": "metrics"}),
+			reject: rejected(ng0+".vmCluster", "vmCluster requires requiresVMStorageRollout: true")},
+		{name: "vmCluster without name", mutate: setNodeGroups(vmstorageWith(func(n obj) { n["vmCluster"] = obj{"namespace": "monitoring"} })),
+			reject: rejected(ng0+".vmCluster.name", "Required value")},
+		{name: "vmCluster name not a DNS label", mutate: setNodeGroups(vmstorageWith(func(n obj) { n["vmCluster"] = obj{"name": "Metrics"} })),
+			reject: rejected(ng0+".vmCluster.name", "should match")},
+
 		// Names: what no cloud allows (each cloud's own rules: cloudnames_test.go).
 		{name: "k8sClusterName with space", mutate: func(s obj) { s["k8sClusterName"] = "my cluster" },
 			reject: rejected("spec.k8sClusterName", "should match")},

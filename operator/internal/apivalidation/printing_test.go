@@ -177,13 +177,14 @@ func TestOpenAPIExplain(t *testing.T) {
 		"requiresVMStorageRollout": "Only valid with strategy blue-green",
 		"newNodeGroupName":         "Required for blue-green",
 		"vmClusterHelmValues":      "use {} when no VMCluster change is",
-		"vmstorageSTSName":         "Omitted: vmstorage-vmcluster",
-		"vmstorageSTSNamespace":    "Omitted: observability",
+		"vmstorageSTSName":         "Omitted: vmstorage-<vmCluster name>",
+		"vmstorageSTSNamespace":    "Omitted: the vmCluster's namespace",
+		"vmCluster":                "Omitted: observability/vmcluster",
 	} {
 		g.Expect(ng.Properties).To(HaveKey(field))
 		g.Expect(ng.Properties[field].Description).To(ContainSubstring(fragment), field)
 	}
-	g.Expect(ng.Properties).To(HaveLen(7), "every field of a node group upgrade is documented above")
+	g.Expect(ng.Properties).To(HaveLen(8), "every field of a node group upgrade is documented above")
 
 	backup := find(v1alpha1.ClusterBackupKind)
 	g.Expect(backup.Properties["spec"].Properties["destination"].Properties["url"].Description).To(ContainSubstring("s3://<bucket>"))

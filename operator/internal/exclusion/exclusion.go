@@ -133,12 +133,10 @@ func replicaStarted(b *opsv1.ClusterBackup) bool {
 
 // Rollout returns "namespace/name" of a non-terminal
 // ClusterUpgradeOperation whose vmstorage rollout step is in progress on
-// the VMCluster, or "". A rollout always targets VMCluster
-// observability/vmcluster (opsv1.VMClusterNamespace, opsv1.VMClusterName).
+// the VMCluster, or "". A rollout targets its node group's vmCluster
+// (NodeGroupUpgrade.RolloutVMCluster: observability/vmcluster when
+// omitted).
 func Rollout(ctx context.Context, r client.Reader, vmcluster types.NamespacedName) (string, error) {
-	if vmcluster.Namespace != opsv1.VMClusterNamespace || vmcluster.Name != opsv1.VMClusterName {
-		return "", nil
-	}
 	list := &opsv1.ClusterUpgradeOperationList{}
 	if err := r.List(ctx, list); err != nil {
 		return "", fmt.Errorf("listing ClusterUpgradeOperations: %w", err)
@@ -149,8 +147,13 @@ func Rollout(ctx context.Context, r client.Reader, vmcluster types.NamespacedNam
 			continue
 		}
 		for _, st := range op.Status.Steps {
-			if st.Action == opsv1.ActionRolloutVMStorage && st.Phase == opsv1.StepPhaseRunning {
-				return op.Namespace + "/" + op.Name, nil
+			if st.Action != opsv1.ActionRolloutVMStorage || st.Phase != opsv1.StepPhaseRunning {
+				continue
+			}
+			if ng := op.Spec.NodeGroupUpgradeOf(&st); ng != nil {
+				if ns, name := ng.RolloutVMCluster(); ns == vmcluster.Namespace && name == vmcluster.Name {
+					return op.Namespace + "/" + op.Name, nil
+				}
 			}
 		}
 	}

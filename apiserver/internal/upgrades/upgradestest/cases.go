@@ -136,6 +136,7 @@ func InvalidRequests() []Invalid {
 			NodeGroup(m, 0)["vmClusterHelmValues"] = map[string]any{}
 		}), "nodeGroupUpgrades[0].requiresVMStorageRollout"},
 		{"helm values without rollout", Mutate(func(m map[string]any) { NodeGroup(m, 1)["requiresVMStorageRollout"] = false }), "nodeGroupUpgrades[1].vmClusterHelmValues"},
+		{"vmCluster without rollout", Mutate(func(m map[string]any) { NodeGroup(m, 0)["vmCluster"] = "metrics" }), "nodeGroupUpgrades[0].vmCluster"},
 		{"rollout without helm values", Mutate(func(m map[string]any) { delete(NodeGroup(m, 1), "vmClusterHelmValues") }), "nodeGroupUpgrades[1].vmClusterHelmValues"},
 		{"helm values not an object", Mutate(func(m map[string]any) { NodeGroup(m, 1)["vmClusterHelmValues"] = []any{1} }), "nodeGroupUpgrades[1].vmClusterHelmValues"},
 		{"blue-green without new name", Mutate(func(m map[string]any) { delete(NodeGroup(m, 1), "newNodeGroupName") }), "nodeGroupUpgrades[1].newNodeGroupName"},

@@ -266,8 +266,9 @@ func leftBehind(op *opsv1.ClusterUpgradeOperation) []opsv1.LeftBehind {
 			add(opsv1.LeftBehindNodeGroup, "", step.Target, step, "created at %s; %s; both node groups are billed", spec.TargetVersion, workloads)
 		case opsv1.ActionRolloutVMStorage:
 			if started && ng != nil {
-				add(opsv1.LeftBehindVMCluster, opsv1.VMClusterNamespace, opsv1.VMClusterName, step,
-					"patched with vmClusterHelmValues: vmstorage is placed on node group %s; revert the placement before deleting %s", ng.NewNodeGroupName, ng.NewNodeGroupName)
+				vmcNamespace, vmcName := ng.RolloutVMCluster()
+				add(opsv1.LeftBehindVMCluster, vmcNamespace, vmcName, step,
+					"patched with vmClusterHelmValues (and recorded as a post-renderer on its HelmRelease, if it has one): vmstorage is placed on node group %s; revert the placement before deleting %s", ng.NewNodeGroupName, ng.NewNodeGroupName)
 			}
 		case opsv1.ActionDrainNodes:
 			if !started {

@@ -58,13 +58,7 @@ func isCloudAction(a opsv1.StepAction) bool {
 
 // nodeGroupOf returns the node group upgrade a node group step belongs to.
 func nodeGroupOf(spec *opsv1.ClusterUpgradeOperationSpec, step *opsv1.UpgradeStep) *opsv1.NodeGroupUpgrade {
-	for i := range spec.NodeGroupUpgrades {
-		ng := &spec.NodeGroupUpgrades[i]
-		if step.ID == opsv1.NodeGroupStepID(ng.NodeGroupName, step.Action) {
-			return ng
-		}
-	}
-	return nil
+	return spec.NodeGroupUpgradeOf(step)
 }
 
 // addonOf returns the addon an addon step updates.

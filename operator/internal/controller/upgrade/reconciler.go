@@ -216,6 +216,18 @@ func (r *Reconciler) act(ctx context.Context, op *opsv1.ClusterUpgradeOperation)
 			r.failInvalid(op, "Invalid spec: "+msg)
 			return
 		}
+		if msg := validateTargets(op); msg != "" {
+			r.failInvalid(op, "Invalid spec: "+msg)
+			return
+		}
+		msg, err := r.checkRolloutTargets(ctx, &op.Spec)
+		if err != nil {
+			return 0, false, false, err
+		}
+		if msg != "" {
+			r.failWith(op, opsv1.VMClusterNotFoundReason, "Preflight: "+msg)
+			return
+		}
 		if wait, err := r.waitForCluster(ctx, s); wait || err != nil {
 			return 0, false, false, err
 		}
@@ -341,8 +353,14 @@ func (r *Reconciler) fail(op *opsv1.ClusterUpgradeOperation, msg string) {
 // asks for something the operator refuses to do, whatever the CRD let
 // through.
 func (r *Reconciler) failInvalid(op *opsv1.ClusterUpgradeOperation, msg string) {
+	r.failWith(op, opsv1.InvalidSpecReason, msg)
+}
+
+// failWith ends the operation Failed with the given reason on Ready and
+// Stalled (InvalidSpec, VMClusterNotFound) instead of Failed.
+func (r *Reconciler) failWith(op *opsv1.ClusterUpgradeOperation, reason, msg string) {
 	r.fail(op, msg)
-	setReady(op, metav1.ConditionFalse, opsv1.InvalidSpecReason, msg)
+	setReady(op, metav1.ConditionFalse, reason, msg)
 }
 
 // cancel ends the operation Cancelled at a safe point (nothing in flight).

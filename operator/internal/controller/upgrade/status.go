@@ -52,7 +52,7 @@ func (r *Reconciler) summarize(s *scope) {
 		st.ObservedGeneration = gen
 	case opsv1.UpgradePhaseFailed:
 		reason, msg := opsv1.FailedReason, "Upgrade failed"
-		if c := apimeta.FindStatusCondition(st.Conditions, opsv1.ReadyCondition); c != nil && (c.Reason == opsv1.FailedReason || c.Reason == opsv1.InvalidSpecReason) {
+		if c := apimeta.FindStatusCondition(st.Conditions, opsv1.ReadyCondition); c != nil && (c.Reason == opsv1.FailedReason || c.Reason == opsv1.InvalidSpecReason || c.Reason == opsv1.VMClusterNotFoundReason) {
 			reason, msg = c.Reason, c.Message
 		}
 		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.ReconcilingCondition)

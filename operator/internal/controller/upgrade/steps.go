@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -351,8 +353,15 @@ func (r *Reconciler) waitNodesReady(ctx context.Context, s *scope, step *opsv1.U
 // (once: the resulting generation is kept in the step's operationID) and
 // waits until the vmstorage StatefulSet has rolled out and, when the patch
 // changed the VMCluster, every vmstorage pod runs on the new node group.
+//
+// The VMCluster is the node group's vmCluster (observability/vmcluster when
+// omitted). When a Flux HelmRelease installed it, the values are recorded on
+// that HelmRelease first (vmstorage.RecordOverlay), so that later Helm
+// upgrades keep vmstorage where the rollout put it. A VMCluster that no
+// longer exists fails the step, naming what had not converged.
 func (r *Reconciler) rolloutVMStorage(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
-	key := types.NamespacedName{Namespace: opsv1.VMClusterNamespace, Name: opsv1.VMClusterName}
+	ng := nodeGroupOf(&s.op.Spec, step)
+	key := rolloutKey(ng)
 	if step.Phase != opsv1.StepPhaseRunning {
 		// Not while a backup of the VMCluster runs: its snapshots are
 		// taken on the vmstorage pods the rollout replaces. Once this
@@ -372,7 +381,6 @@ func (r *Reconciler) rolloutVMStorage(ctx context.Context, s *scope, step *opsv1
 		}
 	}
 	r.startStep(s.op, step)
-	ng := nodeGroupOf(&s.op.Spec, step)
 	gen, changed, ok := parseRolloutMarker(step.OperationID)
 	if !ok {
 		// Defence in depth: the CRD and preflight refuse these values
@@ -391,8 +399,17 @@ func (r *Reconciler) rolloutVMStorage(ctx context.Context, s *scope, step *opsv1
 			}
 			overlay = b
 		}
+		if err := r.recordOverlay(ctx, s, key, overlay); err != nil {
+			if apierrors.IsNotFound(err) {
+				return r.failTargetGone(s, step, key)
+			}
+			return err
+		}
 		var err error
 		gen, changed, err = vmstorage.PatchVMCluster(ctx, r.Client, key, overlay)
+		if apierrors.IsNotFound(err) {
+			return r.failTargetGone(s, step, key)
+		}
 		if err != nil {
 			return fmt.Errorf("patching VMCluster %s: %w", key, err)
 		}
@@ -424,6 +441,9 @@ func (r *Reconciler) rolloutVMStorage(ctx context.Context, s *scope, step *opsv1
 	}
 	ro, err := vmstorage.RolloutStatus(ctx, r.APIReader, key, gen, types.NamespacedName{Namespace: stsNS, Name: stsName},
 		label, value, requirePlacement)
+	if apierrors.IsNotFound(err) {
+		return r.failTargetGone(s, step, key)
+	}
 	if err != nil {
 		return err
 	}
@@ -442,6 +462,80 @@ func (r *Reconciler) rolloutVMStorage(ctx context.Context, s *scope, step *opsv1
 	return nil
 }
 
+// rolloutKey is the VMCluster a node group's VMStorage rollout patches.
+func rolloutKey(ng *opsv1.NodeGroupUpgrade) types.NamespacedName {
+	ns, name := ng.RolloutVMCluster()
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+// recordOverlay records the rollout's values on the Flux HelmRelease that
+// installed the VMCluster, if one did (see vmstorage.RecordOverlay). A
+// VMCluster that Helm installed without Flux gets a Warning Event: its next
+// Helm upgrade may undo the move.
+func (r *Reconciler) recordOverlay(ctx context.Context, s *scope, key types.NamespacedName, overlay []byte) error {
+	vmc := vmstorage.NewVMCluster()
+	if err := r.APIReader.Get(ctx, key, vmc); err != nil {
+		return err
+	}
+	hr, err := vmstorage.OwningHelmRelease(ctx, r.APIReader, vmc)
+	if err != nil {
+		return err
+	}
+	if hr == nil {
+		if vmc.GetLabels()["app.kubernetes.io/managed-by"] == "Helm" {
+			r.event(s.op, "Warning", "OverlayNotRecorded", "VMCluster %s is installed by Helm but by no Flux HelmRelease: a later Helm upgrade may move vmstorage back; add vmClusterHelmValues to its values", key)
+		}
+		return nil
+	}
+	hrKey := types.NamespacedName{Namespace: hr.GetNamespace(), Name: hr.GetName()}
+	changed, err := vmstorage.RecordOverlay(ctx, r.Client, hrKey, key.Name, overlay)
+	if err != nil {
+		return err
+	}
+	if changed {
+		r.event(s.op, "Normal", "OverlayRecorded", "Recorded vmClusterHelmValues on HelmRelease %s (post-renderer %q) so that later Helm upgrades keep vmstorage on the new node group", hrKey, vmstorage.PostRendererMarker)
+	}
+	return nil
+}
+
+// failTargetGone fails a VMStorage rollout whose VMCluster no longer
+// exists, with what had not converged when it was last seen.
+func (r *Reconciler) failTargetGone(s *scope, step *opsv1.UpgradeStep, key types.NamespacedName) error {
+	msg := fmt.Sprintf("VMCluster %s does not exist (deleted during the rollout)", key)
+	if last := strings.TrimPrefix(step.Message, "Waiting: "); last != "" {
+		msg += "; not converged: " + last
+	}
+	r.failStep(s.op, step, msg)
+	r.failWith(s.op, opsv1.VMClusterNotFoundReason, msg)
+	return nil
+}
+
+// checkRolloutTargets finds the VMClusters of the spec's VMStorage rollouts
+// that do not exist or are being deleted: a message naming them, "" when
+// all exist. It runs before
+// the preflight's first cloud call.
+func (r *Reconciler) checkRolloutTargets(ctx context.Context, spec *opsv1.ClusterUpgradeOperationSpec) (string, error) {
+	var missing []string
+	for i := range spec.NodeGroupUpgrades {
+		ng := &spec.NodeGroupUpgrades[i]
+		if !ng.RequiresVMStorageRollout {
+			continue
+		}
+		key := rolloutKey(ng)
+		vmc := vmstorage.NewVMCluster()
+		err := r.APIReader.Get(ctx, key, vmc)
+		switch {
+		case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+			missing = append(missing, fmt.Sprintf("nodeGroupUpgrades[%d].vmCluster: VMCluster %s does not exist", i, key))
+		case err != nil:
+			return "", fmt.Errorf("getting VMCluster %s: %w", key, err)
+		case vmc.GetDeletionTimestamp() != nil:
+			missing = append(missing, fmt.Sprintf("nodeGroupUpgrades[%d].vmCluster: VMCluster %s is being deleted", i, key))
+		}
+	}
+	return strings.Join(missing, "; "), nil
+}
+
 // emptyObject reports whether the values are absent or {}.
 func emptyObject(v opsv1.VMClusterHelmValues) bool {
 	return len(v) == 0
@@ -456,6 +550,22 @@ func validateSpec(spec *opsv1.ClusterUpgradeOperationSpec) string {
 		ng := &spec.NodeGroupUpgrades[i]
 		if p := ng.VMClusterHelmValues.Validate(); len(p) > 0 {
 			problems = append(problems, fmt.Sprintf("nodeGroupUpgrades[%d].vmClusterHelmValues: %s", i, describeViolations(p)))
+		}
+	}
+	return strings.Join(problems, "; ")
+}
+
+// validateTargets finds the rollout targets outside the namespaces an
+// operation may reach: its own and observability (the default target's).
+// The chart's ValidatingAdmissionPolicy refuses the same at admission; this
+// is the check for a cluster without it. "" when none.
+func validateTargets(op *opsv1.ClusterUpgradeOperation) string {
+	var problems []string
+	for i := range op.Spec.NodeGroupUpgrades {
+		ns, name := op.Spec.NodeGroupUpgrades[i].RolloutVMCluster()
+		if name != "" && ns != op.Namespace && ns != opsv1.VMClusterNamespace {
+			problems = append(problems, fmt.Sprintf("nodeGroupUpgrades[%d].vmCluster.namespace %s: a rollout may only target a VMCluster in the operation's namespace %s or in %s",
+				i, ns, op.Namespace, opsv1.VMClusterNamespace))
 		}
 	}
 	return strings.Join(problems, "; ")
