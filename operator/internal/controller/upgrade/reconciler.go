@@ -14,11 +14,8 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	ctrlruntime "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,11 +25,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/internal/outcome"
+	"github.com/tidbcloud/ops-server/operator/internal/skeleton"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
 
 // FieldOwner is the field manager of every write of the operator.
-const FieldOwner = "ops-operator"
+const FieldOwner = skeleton.FieldOwner
 
 // Options tune the reconciler.
 type Options struct {
@@ -120,8 +119,8 @@ const maxActionsPerReconcile = 16
 // simply observed again.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	op := &opsv1.ClusterUpgradeOperation{}
-	if err := r.Client.Get(ctx, req.NamespacedName, op); err != nil {
-		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	if found, err := skeleton.Get(ctx, r.Client, req.NamespacedName, op); !found || err != nil {
+		return reconcile.Result{}, err
 	}
 	original := op.DeepCopy()
 	result, err := func() (reconcile.Result, error) {
@@ -148,16 +147,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if perr := r.patchStatus(ctx, original, op); perr != nil {
 		err = errors.Join(err, perr)
 	}
-	if apierrors.IsConflict(err) {
-		// The object changed since it was read (a spec change, or a
-		// cache behind an earlier patch): start over from a fresh read;
-		// nothing of the last actions was recorded.
-		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	return result, nil
+	// A conflict: the object changed since it was read (a spec change, or
+	// a cache behind an earlier patch): start over from a fresh read;
+	// nothing of the last actions was recorded.
+	return skeleton.Result(result, err)
 }
 
 // act decides one action, performs it on op and derives the rest of status
@@ -170,6 +163,11 @@ func (r *Reconciler) act(ctx context.Context, op *opsv1.ClusterUpgradeOperation)
 	s := &scope{op: op}
 	defer func() {
 		if retErr != nil {
+			// Transient (package outcome): the step keeps running with
+			// the error in its message, and the conditions say so; what
+			// blocked it before still does.
+			s.blocked = op.Status.BlockedBy
+			r.summarize(s)
 			return
 		}
 		r.summarize(s)
@@ -259,13 +257,24 @@ func token(op *opsv1.ClusterUpgradeOperation, stepID string) string {
 	return "ops-" + hex.EncodeToString(sum[:])[:32]
 }
 
-// handleError sorts an error: retryable cloud errors requeue (never fail
-// the operation), permanent ones fail the step and the operation, anything
-// else goes back to the queue with its backoff.
+// handleError applies the error policy (package outcome) to an error of
+// step (nil: before any step): a terminal error fails the step and the
+// operation; a retryable cloud error waits for its Retry-After hint (or
+// RetryInterval); anything else — Kubernetes API errors, timeouts,
+// unknown errors — is returned, so the operation goes back to the queue
+// with its backoff. Either way a step that is retried says why in its
+// message.
 func (r *Reconciler) handleError(s *scope, step *opsv1.UpgradeStep, err error) error {
-	switch cloud.KindOf(err) {
-	case cloud.Retryable:
-		s.requeue = cloud.RetryAfter(err)
+	o := outcome.Classify(err)
+	if o.Terminal {
+		if step != nil {
+			r.failStep(s.op, step, err.Error())
+		}
+		r.fail(s.op, err.Error())
+		return nil
+	}
+	if o.Cloud {
+		s.requeue = o.RequeueAfter
 		if s.requeue <= 0 {
 			s.requeue = r.Options.RetryInterval
 		}
@@ -273,16 +282,9 @@ func (r *Reconciler) handleError(s *scope, step *opsv1.UpgradeStep, err error) e
 			step.Message = "Retrying after a transient cloud error: " + err.Error()
 		}
 		return nil
-	case cloud.Permanent, cloud.NotFound, cloud.Unsupported:
-		var ce *cloud.Error
-		if !errors.As(err, &ce) && step == nil {
-			return err
-		}
-		if step != nil {
-			r.failStep(s.op, step, err.Error())
-		}
-		r.fail(s.op, err.Error())
-		return nil
+	}
+	if step != nil {
+		step.Message = "Retrying after an error: " + err.Error()
 	}
 	return err
 }
@@ -372,31 +374,14 @@ func (r *Reconciler) finish(op *opsv1.ClusterUpgradeOperation, phase opsv1.Upgra
 }
 
 func (r *Reconciler) event(op *opsv1.ClusterUpgradeOperation, kind, reason, format string, args ...any) {
-	if r.Recorder == nil {
-		return
-	}
-	r.Recorder.Eventf(op, nil, kind, reason, "Reconcile", format, args...)
+	skeleton.Event(r.Recorder, op, kind, reason, format, args...)
 }
 
-// patchStatus writes status as a merge patch from original (the object
-// as read or as the last patch returned it), and not at all when nothing
-// changed (a poll that found the cloud operation still running). Only the
-// operator writes status.
+// patchStatus writes status (package skeleton: a merge patch from
+// original, the object as read or as the last patch returned it, with
+// optimistic locking), and not at all when nothing changed (a poll that
+// found the cloud operation still running). Only the operator writes
+// status.
 func (r *Reconciler) patchStatus(ctx context.Context, original, op *opsv1.ClusterUpgradeOperation) error {
-	if equality.Semantic.DeepEqual(original.Status, op.Status) {
-		return nil
-	}
-	// Optimistic locking: a patch computed from an object older than the
-	// stored one (a stale read) must not replace newer step records.
-	patch := ctrl.MergeFromWithOptions(original, ctrl.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, op, patch, ctrl.FieldOwner(FieldOwner)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if apierrors.IsConflict(err) {
-			return err
-		}
-		return fmt.Errorf("patching status of %s: %w", klog.KObj(op), err)
-	}
-	return nil
+	return skeleton.PatchStatus(ctx, r.Client, original, op, func(o *opsv1.ClusterUpgradeOperation) any { return o.Status })
 }

@@ -15,6 +15,7 @@ import (
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/drain"
 	"github.com/tidbcloud/ops-server/operator/internal/exclusion"
+	"github.com/tidbcloud/ops-server/operator/internal/outcome"
 	"github.com/tidbcloud/ops-server/operator/internal/vmstorage"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
@@ -85,7 +86,7 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) error {
 }
 
 func (r *Reconciler) preflightError(s *scope, err error) error {
-	if cloud.IsRetryable(err) {
+	if !outcome.IsTerminal(err) {
 		return r.handleError(s, nil, err)
 	}
 	r.fail(s.op, "Preflight: "+err.Error())
@@ -185,9 +186,14 @@ var stepFuncs = map[opsv1.StepAction]stepFunc{
 func (r *Reconciler) runStep(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
 	f, ok := stepFuncs[step.Action]
 	if !ok {
-		return fmt.Errorf("unknown step action %q", step.Action)
+		return r.handleError(s, step, outcome.Terminal(fmt.Errorf("unknown step action %q", step.Action)))
 	}
-	return f(r, ctx, s, step)
+	// Errors a step function returned without handling them (Kubernetes
+	// API errors, mostly) go through the one policy too.
+	if err := f(r, ctx, s, step); err != nil {
+		return r.handleError(s, step, err)
+	}
+	return nil
 }
 
 func (r *Reconciler) upgradeControlPlane(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
