@@ -171,10 +171,10 @@ func TestUpgradeSurvivesKubernetesAPIOutages(t *testing.T) {
 		},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	id, _ := body["id"].(string)
-	g.Expect(id).NotTo(BeEmpty(), "%v", body)
+	name, _ := body["name"].(string)
+	g.Expect(name).NotTo(BeEmpty(), "%v", body)
 	upgradeStart := time.Now()
-	key := client.ObjectKey{Namespace: stack.Namespace, Name: id}
+	key := client.ObjectKey{Namespace: stack.Namespace, Name: name}
 	get := func() (*opsv1.ClusterUpgradeOperation, error) {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
@@ -201,7 +201,7 @@ func TestUpgradeSurvivesKubernetesAPIOutages(t *testing.T) {
 			g.Expect(op.Status.Phase).NotTo(BeElementOf(opsv1.UpgradePhaseFailed, opsv1.UpgradePhaseSucceeded), "%+v", op.Status)
 			g.Expect(p.at(op)).To(BeTrue())
 			seen = op
-		}, 5*time.Minute, 100*time.Millisecond).Should(Succeed(), "waiting for %s", p.name)
+		}, 5*time.Minute, 50*time.Millisecond).Should(Succeed(), "waiting for %s", p.name)
 		cur := seen.Status.Step(seen.Status.CurrentStep)
 		t.Logf("%s after %s: stopping etcd at %s (step %s %s, %q)", p.name, time.Since(upgradeStart).Round(100*time.Millisecond),
 			time.Now().Format("15:04:05.000"), cur.ID, cur.Phase, cur.Message)

@@ -19,11 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/backup"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/upgrade"
+	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/providers"
@@ -129,6 +131,11 @@ func Scheme() *runtime.Scheme {
 
 // New builds the manager with every reconciler registered. registry may
 // be nil: then it is built from the options (the cloud configuration file
+func init() {
+	// ops_build_info, as ops-apiserver exports it too.
+	metrics.Registry.MustRegister(buildinfo.Collector())
+}
+
 // and, when enabled, the simulated cloud).
 func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, error) {
 	roots, err := opsv1.CleanFSRoots(o.Backup.FSRoots)
@@ -188,6 +195,10 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 			return nil, fmt.Errorf("cloud providers: %w", err)
 		}
 	}
+	// Every cloud call of an upgrade is counted (ops_cloud_calls_total).
+	registry.Observe = upgrade.ObserveCloudCall
+	// Operations by phase are counted from this manager's cache.
+	upgrade.SetPhaseReader(mgr.GetClient())
 	if err := (&upgrade.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),

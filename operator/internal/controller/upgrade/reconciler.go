@@ -383,5 +383,9 @@ func (r *Reconciler) event(op *opsv1.ClusterUpgradeOperation, kind, reason, form
 // found the cloud operation still running). Only the operator writes
 // status.
 func (r *Reconciler) patchStatus(ctx context.Context, original, op *opsv1.ClusterUpgradeOperation) error {
-	return skeleton.PatchStatus(ctx, r.Client, original, op, func(o *opsv1.ClusterUpgradeOperation) any { return o.Status })
+	if err := skeleton.PatchStatus(ctx, r.Client, original, op, func(o *opsv1.ClusterUpgradeOperation) any { return o.Status }); err != nil {
+		return err
+	}
+	recordStepMetrics(original, op)
+	return nil
 }
