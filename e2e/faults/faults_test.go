@@ -222,6 +222,13 @@ func TestUpgradeSurvivesKubernetesAPIOutages(t *testing.T) {
 		t.Logf("  %-40s attempts=%d %s", s.ID, s.Attempts, s.CompletionTime.Sub(s.StartTime.Time).Round(100*time.Millisecond))
 	}
 
+	// What the operator went through: requests that failed (and were
+	// retried) rather than hung until etcd came back.
+	if log, err := os.ReadFile(st.Operator.LogPath); err == nil {
+		t.Logf("ops-operator log: %d reconciles returned an error (retried with backoff), %d step messages said so",
+			bytes.Count(log, []byte("Reconciler error")), bytes.Count(log, []byte("Retrying after")))
+	}
+
 	// Each cloud operation was started exactly once.
 	state, err := (&mock.Provider{Client: st.Env.Client}).State(ctx, stack.DevCluster)
 	g.Expect(err).NotTo(HaveOccurred())
