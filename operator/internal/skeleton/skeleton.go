@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -144,4 +145,33 @@ func MarkFailed(conds *[]metav1.Condition, gen int64, reason, msg string) {
 	SetCondition(conds, gen, opsv1.ReadyCondition, metav1.ConditionFalse, reason, msg)
 	SetCondition(conds, gen, opsv1.StalledCondition, metav1.ConditionTrue, reason, msg)
 	apimeta.RemoveStatusCondition(conds, opsv1.ReconcilingCondition)
+}
+
+// End is how the work of an object ended.
+type End struct {
+	// Phase names the event (Succeeded, Failed, Cancelled, ...).
+	Phase string
+	// Ready is the Ready condition's status; Reason and Message its reason
+	// and message (the status's summary keeps them).
+	Ready           metav1.ConditionStatus
+	Reason, Message string
+	// Warning makes the event a Warning.
+	Warning bool
+}
+
+// Finish records the end of the work on obj: its completion time, the
+// Ready condition that says why, and one event named after the phase.
+func Finish(rec events.EventRecorder, obj client.Object, conds *[]metav1.Condition, completion **metav1.Time, now time.Time, e End) {
+	t := metav1.NewTime(now)
+	*completion = &t
+	SetCondition(conds, obj.GetGeneration(), opsv1.ReadyCondition, e.Ready, e.Reason, e.Message)
+	kind := corev1.EventTypeNormal
+	if e.Warning {
+		kind = corev1.EventTypeWarning
+	}
+	msg := e.Message
+	if len(msg) > MaxMessage {
+		msg = msg[:MaxMessage-3] + "..."
+	}
+	Event(rec, obj, kind, e.Phase, "%s", msg)
 }

@@ -70,17 +70,3 @@ func readyMessage(b *opsv1.ClusterBackup, fallback string) string {
 	}
 	return fallback
 }
-
-// setTerminal records why the backup ended in its Ready condition;
-// summarize keeps it.
-func setTerminal(b *opsv1.ClusterBackup, reason, msg string) {
-	status := metav1.ConditionFalse
-	if b.Status.Phase == opsv1.BackupPhaseSucceeded {
-		status = metav1.ConditionTrue
-	}
-	setCond(b, opsv1.ReadyCondition, status, reason, msg)
-}
-
-func setCond(b *opsv1.ClusterBackup, t string, status metav1.ConditionStatus, reason, msg string) {
-	skeleton.SetCondition(&b.Status.Conditions, b.Generation, t, status, reason, msg)
-}

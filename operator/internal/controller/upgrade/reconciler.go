@@ -363,14 +363,15 @@ func (r *Reconciler) cancel(op *opsv1.ClusterUpgradeOperation) {
 
 func (r *Reconciler) finish(op *opsv1.ClusterUpgradeOperation, phase opsv1.UpgradePhase, msg string) {
 	op.Status.Phase = phase
-	op.Status.CompletionTime = r.now()
 	op.Status.BlockedBy = nil
-	kind := "Normal"
-	if phase == opsv1.UpgradePhaseFailed {
-		kind = "Warning"
+	end := skeleton.End{Phase: string(phase), Ready: metav1.ConditionTrue, Reason: opsv1.SucceededReason, Message: msg}
+	switch phase {
+	case opsv1.UpgradePhaseFailed:
+		end.Ready, end.Reason, end.Warning = metav1.ConditionFalse, opsv1.FailedReason, true
+	case opsv1.UpgradePhaseCancelled:
+		end.Ready, end.Reason = metav1.ConditionFalse, opsv1.CancelledReason
 	}
-	r.event(op, kind, string(phase), "%s", msg)
-	setTerminalMessage(op, msg)
+	skeleton.Finish(r.Recorder, op, &op.Status.Conditions, &op.Status.CompletionTime, r.Now(), end)
 }
 
 func (r *Reconciler) event(op *opsv1.ClusterUpgradeOperation, kind, reason, format string, args ...any) {

@@ -104,17 +104,6 @@ func summarizeRunning(op *opsv1.ClusterUpgradeOperation) {
 	skeleton.MarkRunning(&st.Conditions, op.Generation, reason, msg)
 }
 
-// setTerminalMessage records why the operation ended in its Ready
-// condition; summarize keeps it.
-func setTerminalMessage(op *opsv1.ClusterUpgradeOperation, msg string) {
-	switch op.Status.Phase {
-	case opsv1.UpgradePhaseFailed:
-		setReady(op, metav1.ConditionFalse, opsv1.FailedReason, msg)
-	case opsv1.UpgradePhaseCancelled:
-		setReady(op, metav1.ConditionFalse, opsv1.CancelledReason, msg)
-	}
-}
-
 func setReady(op *opsv1.ClusterUpgradeOperation, status metav1.ConditionStatus, reason, msg string) {
 	setCond(op, opsv1.ReadyCondition, status, reason, msg)
 }
