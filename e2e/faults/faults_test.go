@@ -117,8 +117,9 @@ func pauseAPI(t *testing.T, d time.Duration) {
 // pausePoint is where in the upgrade the API is made unavailable: the
 // first moment at returns true for the operation's status.
 type pausePoint struct {
-	name string
-	at   func(op *opsv1.ClusterUpgradeOperation) bool
+	name   string
+	outage time.Duration
+	at     func(op *opsv1.ClusterUpgradeOperation) bool
 }
 
 func stepIs(op *opsv1.ClusterUpgradeOperation, id string, phase opsv1.StepPhase, inFlight bool) bool {
@@ -128,13 +129,12 @@ func stepIs(op *opsv1.ClusterUpgradeOperation, id string, phase opsv1.StepPhase,
 
 // TestUpgradeSurvivesKubernetesAPIOutages: during a blue-green upgrade with
 // a vmstorage rollout on the simulated cloud, the Kubernetes API is
-// unavailable for 20 s three times — while a cloud operation is in flight
+// unavailable three times (20 s, 20 s, 30 s) — while a cloud operation is in flight
 // (the new node group being created), mid-wait of a Kubernetes-side step
 // (the vmstorage rollout), and at a step boundary (Cordon done, Drain
 // next). The operation Succeeds, and each cloud operation was started
 // exactly once.
 func TestUpgradeSurvivesKubernetesAPIOutages(t *testing.T) {
-	const outage = 20 * time.Second
 	g := NewWithT(t)
 	ctx := context.Background()
 	began := time.Now()
@@ -183,13 +183,13 @@ func TestUpgradeSurvivesKubernetesAPIOutages(t *testing.T) {
 	}
 
 	points := []pausePoint{
-		{"a cloud operation in flight (CreateNodeGroup)", func(op *opsv1.ClusterUpgradeOperation) bool {
+		{"a cloud operation in flight (CreateNodeGroup)", 20 * time.Second, func(op *opsv1.ClusterUpgradeOperation) bool {
 			return stepIs(op, "nodegroup/vmstorage/CreateNodeGroup", opsv1.StepPhaseRunning, true)
 		}},
-		{"mid-wait of a Kubernetes-side step (RolloutVMStorage)", func(op *opsv1.ClusterUpgradeOperation) bool {
+		{"mid-wait of a Kubernetes-side step (RolloutVMStorage)", 20 * time.Second, func(op *opsv1.ClusterUpgradeOperation) bool {
 			return stepIs(op, "nodegroup/vmstorage/RolloutVMStorage", opsv1.StepPhaseRunning, false)
 		}},
-		{"a step boundary (CordonNodes done)", func(op *opsv1.ClusterUpgradeOperation) bool {
+		{"a step boundary (CordonNodes done)", 30 * time.Second, func(op *opsv1.ClusterUpgradeOperation) bool {
 			return stepIs(op, "nodegroup/vmstorage/CordonNodes", opsv1.StepPhaseSucceeded, false)
 		}},
 	}
@@ -205,7 +205,7 @@ func TestUpgradeSurvivesKubernetesAPIOutages(t *testing.T) {
 		cur := seen.Status.Step(seen.Status.CurrentStep)
 		t.Logf("%s after %s: stopping etcd at %s (step %s %s, %q)", p.name, time.Since(upgradeStart).Round(100*time.Millisecond),
 			time.Now().Format("15:04:05.000"), cur.ID, cur.Phase, cur.Message)
-		pauseAPI(t, outage)
+		pauseAPI(t, p.outage)
 	}
 
 	var done *opsv1.ClusterUpgradeOperation
@@ -216,7 +216,7 @@ func TestUpgradeSurvivesKubernetesAPIOutages(t *testing.T) {
 		g.Expect(op.Status.Phase).To(Equal(opsv1.UpgradePhaseSucceeded), "current step %s", op.Status.CurrentStep)
 		done = op
 	}, 10*time.Minute, time.Second).Should(Succeed())
-	t.Logf("upgrade Succeeded %s after it was created (3 outages of %s)", time.Since(upgradeStart).Round(time.Second), outage)
+	t.Logf("upgrade Succeeded %s after it was created (outages of 20 s, 20 s, 30 s)", time.Since(upgradeStart).Round(time.Second))
 	for _, s := range done.Status.Steps {
 		g.Expect(s.Phase).To(Equal(opsv1.StepPhaseSucceeded), "%s: %s", s.ID, s.Message)
 		t.Logf("  %-40s attempts=%d %s", s.ID, s.Attempts, s.CompletionTime.Sub(s.StartTime.Time).Round(100*time.Millisecond))
