@@ -97,6 +97,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Upgrade.MaxConcurrentReconciles, "concurrent", o.Upgrade.MaxConcurrentReconciles, "Number of ClusterUpgradeOperations reconciled at once.")
 	fs.DurationVar(&o.Upgrade.PollInterval, "poll-interval", o.Upgrade.PollInterval, "How often a running cloud operation or a Kubernetes-side wait is checked.")
 	fs.DurationVar(&o.Upgrade.RetryInterval, "retry-interval", o.Upgrade.RetryInterval, "Wait after a retryable cloud error without a Retry-After hint.")
+	fs.DurationVar(&o.Upgrade.MaxRetryDelay, "max-retry-delay", o.Upgrade.MaxRetryDelay, "Longest backoff between retries of a transient error (Kubernetes API errors, timeouts), for upgrades and backups.")
 	fs.DurationVar(&o.Upgrade.NodesReadyTimeout, "nodes-ready-timeout", o.Upgrade.NodesReadyTimeout, "How long a new node group's Nodes may take to become Ready.")
 	fs.DurationVar(&o.Upgrade.RolloutTimeout, "vmstorage-rollout-timeout", o.Upgrade.RolloutTimeout, "How long the VMStorage rollout may take.")
 	fs.DurationVar(&o.Upgrade.DrainTimeout, "drain-timeout", o.Upgrade.DrainTimeout, "How long draining an old node group may take before the operation fails.")
@@ -209,6 +210,8 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 		return nil, fmt.Errorf("setting up the ClusterUpgradeOperation controller: %w", err)
 	}
 	bo := o.Backup
+	// One backoff for both controllers (--max-retry-delay).
+	bo.MaxRetryDelay = o.Upgrade.MaxRetryDelay
 	switch o.BackupRunner {
 	case BackupRunnerJob, "":
 	case BackupRunnerLocal:

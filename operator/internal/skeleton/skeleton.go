@@ -18,8 +18,9 @@
 //     ConflictRequeue, without an error (and without an error log)
 //     (Result).
 //   - requeue: a transient error goes back to the work queue with its
-//     backoff (returned as the error); waiting (a cloud operation, Nodes,
-//     a rollout) is a RequeueAfter; the error policy is package outcome.
+//     backoff (returned as the error; RateLimiter bounds it); waiting (a
+//     cloud operation, Nodes, a rollout) is a RequeueAfter; the error
+//     policy is package outcome.
 //   - conditions: Ready, Reconciling and Stalled mean the same in both
 //     kinds, kstatus-compatible (MarkRunning, MarkSucceeded, MarkFailed):
 //     while work runs Reconciling=True and Ready=Unknown; finished well
@@ -33,6 +34,7 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,6 +42,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -54,6 +57,26 @@ const FieldOwner = "ops-operator"
 // at once, give or take the moment the cache needs to see the write that
 // conflicted.
 const ConflictRequeue = 100 * time.Millisecond
+
+// DefaultMaxRetryDelay is the longest wait between two retries of a
+// transient error (the work queue's backoff, RateLimiter).
+const DefaultMaxRetryDelay = time.Minute
+
+// RateLimiter is the one requeue backoff for errors of both controllers:
+// per object exponential from 50 ms up to maxDelay, and at most 10 retries
+// a second overall (burst 100), as controller-runtime's default. The
+// default's 16-minute ceiling would leave an hours-long upgrade idle for
+// a quarter of an hour after an API outage that produced a few dozen
+// errors; maxDelay bounds it (DefaultMaxRetryDelay when 0).
+func RateLimiter(maxDelay time.Duration) workqueue.TypedRateLimiter[reconcile.Request] {
+	if maxDelay <= 0 {
+		maxDelay = DefaultMaxRetryDelay
+	}
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](50*time.Millisecond, maxDelay),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
 
 // MaxMessage bounds a condition message (the API allows 32768; a longer
 // one is unreadable in kubectl anyway).

@@ -96,6 +96,9 @@ type Options struct {
 	SnapshotCallTimeout time.Duration
 	// MaxConcurrentReconciles is the number of backups worked on at once.
 	MaxConcurrentReconciles int
+	// MaxRetryDelay bounds the backoff after transient errors
+	// (skeleton.RateLimiter).
+	MaxRetryDelay time.Duration
 	// Job configures the JobRunner's Jobs.
 	Job JobOptions
 
@@ -123,6 +126,7 @@ func DefaultOptions() Options {
 		SnapshotTimeout:         2 * time.Minute,
 		SnapshotCallTimeout:     time.Minute,
 		MaxConcurrentReconciles: 2,
+		MaxRetryDelay:           skeleton.DefaultMaxRetryDelay,
 		Job:                     DefaultJobOptions(),
 	}
 }
@@ -155,7 +159,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager) error {
 	}
 	return ctrlruntime.NewControllerManagedBy(mgr).
 		For(&opsv1.ClusterBackup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.MaxConcurrentReconciles, 1)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.MaxConcurrentReconciles, 1),
+			RateLimiter: skeleton.RateLimiter(r.Options.MaxRetryDelay)}).
 		Named("clusterbackup").
 		Complete(r)
 }

@@ -50,6 +50,9 @@ type Options struct {
 	DrainTimeout time.Duration
 	// MaxConcurrentReconciles is the number of operations worked on at once.
 	MaxConcurrentReconciles int
+	// MaxRetryDelay bounds the backoff after transient errors
+	// (skeleton.RateLimiter).
+	MaxRetryDelay time.Duration
 }
 
 // DefaultOptions are the production defaults.
@@ -61,6 +64,7 @@ func DefaultOptions() Options {
 		RolloutTimeout:          2 * time.Hour,
 		DrainTimeout:            time.Hour,
 		MaxConcurrentReconciles: 4,
+		MaxRetryDelay:           skeleton.DefaultMaxRetryDelay,
 	}
 }
 
@@ -82,7 +86,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager) error {
 	}
 	return ctrlruntime.NewControllerManagedBy(mgr).
 		For(&opsv1.ClusterUpgradeOperation{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles,
+			RateLimiter: skeleton.RateLimiter(r.Options.MaxRetryDelay)}).
 		Named("clusterupgradeoperation").
 		Complete(r)
 }
