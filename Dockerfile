@@ -12,6 +12,10 @@
 # The Flux images are upstream's (see the chart's values.yaml).
 
 ARG GO_VERSION=1.26
+# ops_build_info{version,revision}: docker build --build-arg VERSION=v1.2.3
+# --build-arg REVISION=$(git rev-parse HEAD).
+ARG VERSION=dev
+ARG REVISION=
 ARG BASE_IMAGE=gcr.io/distroless/static-debian12:nonroot
 
 # Module downloads, cached apart from the sources.
@@ -27,12 +31,16 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 
 FROM deps AS build-apiserver
+ARG VERSION
+ARG REVISION
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -ldflags="-s -w" -o /out/ops-apiserver ./apiserver/cmd/ops-apiserver
+    CGO_ENABLED=0 go build -ldflags="-s -w -X github.com/tidbcloud/ops-server/operator/pkg/buildinfo.Version=${VERSION} -X github.com/tidbcloud/ops-server/operator/pkg/buildinfo.Revision=${REVISION}" -o /out/ops-apiserver ./apiserver/cmd/ops-apiserver
 
 FROM deps AS build-operator
+ARG VERSION
+ARG REVISION
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -ldflags="-s -w" -o /out/ops-operator ./operator/cmd/ops-operator
+    CGO_ENABLED=0 go build -ldflags="-s -w -X github.com/tidbcloud/ops-server/operator/pkg/buildinfo.Version=${VERSION} -X github.com/tidbcloud/ops-server/operator/pkg/buildinfo.Revision=${REVISION}" -o /out/ops-operator ./operator/cmd/ops-operator
 
 FROM ${BASE_IMAGE} AS ops-apiserver
 LABEL org.opencontainers.image.title="ops-apiserver" \

@@ -13,6 +13,8 @@ MODULES    := operator/api operator apiserver e2e
 PKGS       := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 GO_TEST    ?= go test
 TEST_FLAGS ?= -count=1 -timeout=30m
+# The version ops_build_info reports (make build VERSION=v1.2.3).
+VERSION    ?= dev
 
 export OPS_BIN_DIR := $(BIN)
 
@@ -60,7 +62,7 @@ verify: generate manifests ## Fail when generated files are stale or go.mod file
 
 .PHONY: build
 build: ## Build the ops-apiserver and ops-operator binaries into bin/.
-	go build -o $(BIN)/ ./apiserver/cmd/... ./operator/cmd/...
+	go build -ldflags "-X github.com/tidbcloud/ops-server/operator/pkg/buildinfo.Version=$(VERSION)" -o $(BIN)/ ./apiserver/cmd/... ./operator/cmd/...
 
 .PHONY: dev
 dev: tools build ## Run the whole stack locally on 127.0.0.1 (see README).

@@ -111,7 +111,6 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
 	gomodules.xyz/jsonpatch/v2 v2.4.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261104224025-d1e00e9f33ab // indirect
 	google.golang.org/grpc v1.85.0 // indirect
@@ -154,6 +153,7 @@ require (
 	github.com/tidbcloud/ops-server/operator/api v0.0.0
 	go.uber.org/zap v1.27.1
 	golang.org/x/oauth2 v0.38.0
+	golang.org/x/time v0.16.0
 	google.golang.org/api v0.315.0
 	helm.sh/helm/v3 v3.22.0
 	k8s.io/api v0.37.2
@@ -162,6 +162,7 @@ require (
 	k8s.io/client-go v0.37.2
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
+	sigs.k8s.io/cli-utils v0.37.2
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/yaml v1.6.0
 )

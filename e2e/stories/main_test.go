@@ -28,7 +28,7 @@ var st *stack.Stack
 
 func TestMain(m *testing.M) {
 	// The suite runs the binaries a user runs: build them fresh into bin/.
-	if err := buildBinaries(); err != nil {
+	if err := stack.BuildBinaries(); err != nil {
 		fmt.Fprintln(os.Stderr, "building ops-apiserver and ops-operator:", err)
 		os.Exit(1)
 	}
@@ -62,21 +62,6 @@ func TestMain(m *testing.M) {
 	st.Stop()
 	_ = os.RemoveAll(state)
 	os.Exit(code)
-}
-
-func buildBinaries() error {
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return err
-	}
-	bin, err := testenv.BinDir()
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command("go", "build", "-o", bin+string(os.PathSeparator), "./apiserver/cmd/ops-apiserver", "./operator/cmd/ops-operator")
-	cmd.Dir = root
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	return cmd.Run()
 }
 
 // dump prints what a failure needs to be explained: the ops objects,

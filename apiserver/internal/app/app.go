@@ -44,6 +44,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
 	"github.com/tidbcloud/ops-server/operator/pkg/chartrepo"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
@@ -198,7 +199,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 
 	a.apis = APIs(svc, up, bk)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.Collector())
 	a.echo, err = server.New(server.Options{
 		Logger:         a.log,
 		Registry:       reg,

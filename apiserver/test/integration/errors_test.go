@@ -137,6 +137,7 @@ func TestOperationalEndpoints(t *testing.T) {
 	g.Expect(string(b)).To(ContainSubstring(`ops_apiserver_http_requests_total{code="404",method="GET",route="/api/v1/observability-ops/vmclusters/:vmclusterId"} 1`))
 	g.Expect(string(b)).To(ContainSubstring(`ops_apiserver_http_request_duration_seconds_count{method="GET",route="/readyz"}`))
 	g.Expect(string(b)).To(ContainSubstring("go_goroutines"))
+	g.Expect(string(b)).To(ContainSubstring(`ops_build_info{goversion=`), "ops_build_info, as ops-operator exports it")
 }
 
 // TestMissingNamespace: a namespace that does not exist is a deployment

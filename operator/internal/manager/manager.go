@@ -19,11 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/backup"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/upgrade"
+	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/providers"
@@ -95,6 +97,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Upgrade.MaxConcurrentReconciles, "concurrent", o.Upgrade.MaxConcurrentReconciles, "Number of ClusterUpgradeOperations reconciled at once.")
 	fs.DurationVar(&o.Upgrade.PollInterval, "poll-interval", o.Upgrade.PollInterval, "How often a running cloud operation or a Kubernetes-side wait is checked.")
 	fs.DurationVar(&o.Upgrade.RetryInterval, "retry-interval", o.Upgrade.RetryInterval, "Wait after a retryable cloud error without a Retry-After hint.")
+	fs.DurationVar(&o.Upgrade.MaxRetryDelay, "max-retry-delay", o.Upgrade.MaxRetryDelay, "Longest backoff between retries of a transient error (Kubernetes API errors, timeouts), for upgrades and backups.")
 	fs.DurationVar(&o.Upgrade.NodesReadyTimeout, "nodes-ready-timeout", o.Upgrade.NodesReadyTimeout, "How long a new node group's Nodes may take to become Ready.")
 	fs.DurationVar(&o.Upgrade.RolloutTimeout, "vmstorage-rollout-timeout", o.Upgrade.RolloutTimeout, "How long the VMStorage rollout may take.")
 	fs.DurationVar(&o.Upgrade.DrainTimeout, "drain-timeout", o.Upgrade.DrainTimeout, "How long draining an old node group may take before the operation fails.")
@@ -129,6 +132,11 @@ func Scheme() *runtime.Scheme {
 
 // New builds the manager with every reconciler registered. registry may
 // be nil: then it is built from the options (the cloud configuration file
+func init() {
+	// ops_build_info, as ops-apiserver exports it too.
+	metrics.Registry.MustRegister(buildinfo.Collector())
+}
+
 // and, when enabled, the simulated cloud).
 func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, error) {
 	roots, err := opsv1.CleanFSRoots(o.Backup.FSRoots)
@@ -188,6 +196,10 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 			return nil, fmt.Errorf("cloud providers: %w", err)
 		}
 	}
+	// Every cloud call of an upgrade is counted (ops_cloud_calls_total).
+	registry.Observe = upgrade.ObserveCloudCall
+	// Operations by phase are counted from this manager's cache.
+	upgrade.SetPhaseReader(mgr.GetClient())
 	if err := (&upgrade.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -198,6 +210,8 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 		return nil, fmt.Errorf("setting up the ClusterUpgradeOperation controller: %w", err)
 	}
 	bo := o.Backup
+	// One backoff for both controllers (--max-retry-delay).
+	bo.MaxRetryDelay = o.Upgrade.MaxRetryDelay
 	switch o.BackupRunner {
 	case BackupRunnerJob, "":
 	case BackupRunnerLocal:

@@ -25,6 +25,9 @@ type Registry struct {
 	Defaults map[string]ClusterIdentity
 	// Clusters are per "provider/region/name", overriding Defaults.
 	Clusters map[string]ClusterIdentity
+	// Observe, when set, is told of every call of a provider Resolve
+	// returns (the one place providers are wrapped, for metrics).
+	Observe CallObserver
 }
 
 // NewRegistry returns a registry with the given providers.
@@ -89,6 +92,9 @@ func (r *Registry) Resolve(provider, name, region string) (Provider, ClusterRef,
 	if len(missing) > 0 {
 		return nil, ClusterRef{}, &Error{Kind: Permanent, Provider: provider,
 			Message: fmt.Sprintf("no %s configured for %s cluster %q in region %q (see docs/providers/%s.md)", strings.Join(missing, ", "), provider, name, region, provider)}
+	}
+	if r.Observe != nil {
+		p = observe(p, r.Observe)
 	}
 	return p, ref, nil
 }

@@ -16,11 +16,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/backup"
 	"github.com/tidbcloud/ops-server/operator/internal/manager"
+	"github.com/tidbcloud/ops-server/operator/internal/skeleton/kstatustest"
 	"github.com/tidbcloud/ops-server/operator/internal/vmstorage"
 )
 
@@ -60,6 +62,7 @@ func TestUnreachableReplicaPartiallyFails(t *testing.T) {
 	g.Expect(ready.Message).To(HavePrefix("Backed up 1 of 2 replicas; vmstorage-vmc-1 failed: Taking the snapshot"))
 	g.Expect(apimeta.IsStatusConditionTrue(done.Status.Conditions, opsv1.StalledCondition)).To(BeTrue())
 	g.Expect(done.Status.ObservedGeneration).To(Equal(done.Generation))
+	g.Expect(servedKstatus(g, done)).To(Equal(status.FailedStatus), "kstatus of the object as served")
 	g.Expect(snapshotCreates(t, nodes[1])).To(Equal(0))
 	g.Expect(snapshots(t, nodes[0])).To(BeEmpty())
 	g.Expect(eventReasons(g, f.ns)).To(ContainElements("ReplicaFailed", "PartiallyFailed"))
@@ -132,10 +135,12 @@ func TestRestartBetweenSnapshotAndUpload(t *testing.T) {
 		g.Expect(r.JobName).NotTo(BeEmpty())
 	}
 	g.Expect(runner.Starts()).To(HaveLen(1), "one upload started before operator 2 died")
+	g.Expect(servedKstatus(g, cur)).To(Equal(status.InProgressStatus), "kstatus while the uploads run")
 
 	// Operator 3 finishes.
 	startOperator(t, f, runner, nil)
 	done := waitPhase(t, b, opsv1.BackupPhaseSucceeded, time.Minute)
+	g.Expect(servedKstatus(g, done)).To(Equal(status.CurrentStatus), "kstatus of the object as served")
 	starts := runner.Starts()
 	g.Expect(starts).To(HaveLen(2))
 	for i, r := range done.Status.Replicas {
@@ -437,4 +442,13 @@ func TestConcurrentBackupsOfOneCluster(t *testing.T) {
 		g.Expect(snapshots(t, nodes[i])).To(BeEmpty())
 	}
 	g.Expect(runner.Starts()).To(HaveLen(4))
+}
+
+// servedKstatus is the kstatus (cli-utils) of a ClusterBackup read from
+// the API server: the same meaning of Ready/Reconciling/Stalled as a
+// ClusterUpgradeOperation's (package skeleton).
+func servedKstatus(g Gomega, b *opsv1.ClusterBackup) status.Status {
+	st, msg, err := kstatustest.Compute(b, opsv1.GroupVersion.WithKind("ClusterBackup"))
+	g.Expect(err).NotTo(HaveOccurred(), msg)
+	return st
 }

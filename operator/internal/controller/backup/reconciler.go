@@ -26,8 +26,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -42,11 +40,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/internal/skeleton"
 	"github.com/tidbcloud/ops-server/operator/internal/vmsnapshot"
 )
 
 // FieldOwner is the field manager of every write of the operator.
-const FieldOwner = "ops-operator"
+const FieldOwner = skeleton.FieldOwner
 
 // Finalizer keeps a ClusterBackup until its uploads are stopped, the
 // snapshots it still holds are deleted and, with deletionPolicy Delete,
@@ -97,6 +96,9 @@ type Options struct {
 	SnapshotCallTimeout time.Duration
 	// MaxConcurrentReconciles is the number of backups worked on at once.
 	MaxConcurrentReconciles int
+	// MaxRetryDelay bounds the backoff after transient errors
+	// (skeleton.RateLimiter).
+	MaxRetryDelay time.Duration
 	// Job configures the JobRunner's Jobs.
 	Job JobOptions
 
@@ -124,6 +126,7 @@ func DefaultOptions() Options {
 		SnapshotTimeout:         2 * time.Minute,
 		SnapshotCallTimeout:     time.Minute,
 		MaxConcurrentReconciles: 2,
+		MaxRetryDelay:           skeleton.DefaultMaxRetryDelay,
 		Job:                     DefaultJobOptions(),
 	}
 }
@@ -156,7 +159,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager) error {
 	}
 	return ctrlruntime.NewControllerManagedBy(mgr).
 		For(&opsv1.ClusterBackup{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.MaxConcurrentReconciles, 1)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Options.MaxConcurrentReconciles, 1),
+			RateLimiter: skeleton.RateLimiter(r.Options.MaxRetryDelay)}).
 		Named("clusterbackup").
 		Complete(r)
 }
@@ -171,13 +175,20 @@ type scope struct {
 	blocked, blockedReason string
 }
 
-// Reconcile follows the skeleton: get, deletion, finalizer, remember the
-// original, defer the status patch, observe, decide one action, act.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, retErr error) {
+// Reconcile follows the skeleton (package skeleton): get, deletion,
+// finalizer, remember the original, defer the status patch, observe,
+// decide one action, act; a conflict starts over from a fresh read.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return skeleton.Result(r.reconcile(ctx, req))
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, retErr error) {
 	logger := log.FromContext(ctx)
 	b := &opsv1.ClusterBackup{}
-	if err := r.APIReader.Get(ctx, req.NamespacedName, b); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	// Read without the cache: every decision is taken on the latest
+	// status (a replica's snapshot is never taken twice).
+	if found, err := skeleton.Get(ctx, r.APIReader, req.NamespacedName, b); !found || err != nil {
+		return reconcile.Result{}, err
 	}
 	if !b.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, b)
@@ -280,10 +291,7 @@ func (r *Reconciler) now() *metav1.Time {
 }
 
 func (r *Reconciler) event(b *opsv1.ClusterBackup, kind, reason, format string, args ...any) {
-	if r.Recorder == nil {
-		return
-	}
-	r.Recorder.Eventf(b, nil, kind, reason, "Reconcile", format, args...)
+	skeleton.Event(r.Recorder, b, kind, reason, format, args...)
 }
 
 // replicaEvent is an event about one replica: its pod is the related
@@ -299,22 +307,12 @@ func (r *Reconciler) replicaEvent(b *opsv1.ClusterBackup, rep *opsv1.ReplicaBack
 	r.Recorder.Eventf(b, pod, kind, reason, "Reconcile", format, args...)
 }
 
-// patchStatus writes status once per reconcile, as a merge patch from the
-// object as it was read, with its resourceVersion: a write based on a
-// stale read is refused (and the reconcile retried) rather than replacing
-// newer replica entries with older ones.
+// patchStatus writes status once per reconcile (package skeleton: a merge
+// patch from the object as it was read, with its resourceVersion): a
+// write based on a stale read is refused (and the reconcile retried)
+// rather than replacing newer replica entries with older ones.
 func (r *Reconciler) patchStatus(ctx context.Context, original, b *opsv1.ClusterBackup) error {
-	if equality.Semantic.DeepEqual(original.Status, b.Status) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, b, patch, client.FieldOwner(FieldOwner)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("patching status of %s: %w", klog.KObj(b), err)
-	}
-	return nil
+	return skeleton.PatchStatus(ctx, r.Client, original, b, func(o *opsv1.ClusterBackup) any { return o.Status })
 }
 
 // authKey reads vmstorage's snapshot auth key from the Secret the spec

@@ -2,7 +2,6 @@ package backup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -12,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/internal/outcome"
 )
 
 // Runner runs vmbackup for one replica: the JobRunner as a Kubernetes Job
@@ -91,25 +91,13 @@ type UploadStatus struct {
 	Bytes int64
 }
 
-// permanentError marks a runner error that retrying will not fix.
-type permanentError struct{ err error }
+// Permanent marks err as not worth retrying: the replica fails with it
+// (the one error policy, package outcome; every other error is retried).
+func Permanent(err error) error { return outcome.Terminal(err) }
 
-func (e *permanentError) Error() string { return e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
-
-// Permanent marks err as not worth retrying: the replica fails with it.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &permanentError{err: err}
-}
-
-// IsPermanent reports whether err was marked with Permanent.
-func IsPermanent(err error) bool {
-	var p *permanentError
-	return errors.As(err, &p)
-}
+// IsPermanent reports whether err fails what it happened in (package
+// outcome).
+func IsPermanent(err error) bool { return outcome.IsTerminal(err) }
 
 // vmbackupArgs are the arguments of one vmbackup run. The metrics listener
 // is bound to loopback (nothing scrapes a short-lived vmbackup); an empty

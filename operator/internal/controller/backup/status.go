@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/internal/skeleton"
 )
 
 // summarize derives everything in status that follows from the rest: the
@@ -35,9 +36,7 @@ func (r *Reconciler) summarize(s *scope) {
 
 	switch st.Phase {
 	case opsv1.BackupPhaseSucceeded:
-		setCond(b, opsv1.ReadyCondition, metav1.ConditionTrue, opsv1.SucceededReason, readyMessage(b, fmt.Sprintf("Backed up %d of %d replicas", ok, len(st.Replicas))))
-		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.ReconcilingCondition)
-		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
+		skeleton.MarkSucceeded(&st.Conditions, b.Generation, opsv1.SucceededReason, readyMessage(b, fmt.Sprintf("Backed up %d of %d replicas", ok, len(st.Replicas))))
 		st.ObservedGeneration = b.Generation
 	case opsv1.BackupPhasePartiallyFailed, opsv1.BackupPhaseFailed:
 		ready := apimeta.FindStatusCondition(st.Conditions, opsv1.ReadyCondition)
@@ -45,9 +44,7 @@ func (r *Reconciler) summarize(s *scope) {
 		if ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason != opsv1.ProgressingReason && ready.Reason != opsv1.BlockedReason {
 			reason, msg = ready.Reason, ready.Message
 		}
-		setCond(b, opsv1.ReadyCondition, metav1.ConditionFalse, reason, msg)
-		setCond(b, opsv1.StalledCondition, metav1.ConditionTrue, reason, msg)
-		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.ReconcilingCondition)
+		skeleton.MarkFailed(&st.Conditions, b.Generation, reason, msg)
 		st.ObservedGeneration = b.Generation
 	default: // Pending, Running
 		reason, msg := opsv1.ProgressingReason, fmt.Sprintf("Backed up %d of %d replicas", ok, len(st.Replicas))
@@ -62,9 +59,7 @@ func (r *Reconciler) summarize(s *scope) {
 		case len(st.Replicas) == 0:
 			msg = "Waiting to start"
 		}
-		setCond(b, opsv1.ReadyCondition, metav1.ConditionFalse, reason, msg)
-		setCond(b, opsv1.ReconcilingCondition, metav1.ConditionTrue, reason, msg)
-		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
+		skeleton.MarkRunning(&st.Conditions, b.Generation, reason, msg)
 	}
 }
 
@@ -74,20 +69,4 @@ func readyMessage(b *opsv1.ClusterBackup, fallback string) string {
 		return c.Message
 	}
 	return fallback
-}
-
-// setTerminal records why the backup ended in its Ready condition;
-// summarize keeps it.
-func setTerminal(b *opsv1.ClusterBackup, reason, msg string) {
-	status := metav1.ConditionFalse
-	if b.Status.Phase == opsv1.BackupPhaseSucceeded {
-		status = metav1.ConditionTrue
-	}
-	setCond(b, opsv1.ReadyCondition, status, reason, msg)
-}
-
-func setCond(b *opsv1.ClusterBackup, t string, status metav1.ConditionStatus, reason, msg string) {
-	apimeta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{
-		Type: t, Status: status, Reason: reason, Message: truncate(msg, 1024), ObservedGeneration: b.Generation,
-	})
 }

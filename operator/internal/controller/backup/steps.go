@@ -25,6 +25,7 @@ import (
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/exclusion"
+	"github.com/tidbcloud/ops-server/operator/internal/skeleton"
 	"github.com/tidbcloud/ops-server/operator/internal/vmsnapshot"
 	"github.com/tidbcloud/ops-server/operator/internal/vmstorage"
 )
@@ -432,9 +433,8 @@ func (r *Reconciler) failBackup(b *opsv1.ClusterBackup, reason, msg string) {
 		}
 	}
 	b.Status.Phase = opsv1.BackupPhaseFailed
-	b.Status.CompletionTime = r.now()
-	setTerminal(b, reason, msg)
-	r.event(b, corev1.EventTypeWarning, string(opsv1.BackupPhaseFailed), "%s", msg)
+	skeleton.Finish(r.Recorder, b, &b.Status.Conditions, &b.Status.CompletionTime, r.Now(),
+		skeleton.End{Phase: string(opsv1.BackupPhaseFailed), Ready: metav1.ConditionFalse, Reason: reason, Message: msg, Warning: true})
 }
 
 // finish sets the terminal phase once every replica is finished.
@@ -452,18 +452,16 @@ func (r *Reconciler) finish(b *opsv1.ClusterBackup) {
 	if len(failed) > 0 {
 		msg += "; " + strings.Join(failed, "; ")
 	}
-	phase, reason, kind := opsv1.BackupPhaseSucceeded, opsv1.SucceededReason, corev1.EventTypeNormal
+	end := skeleton.End{Phase: string(opsv1.BackupPhaseSucceeded), Ready: metav1.ConditionTrue, Reason: opsv1.SucceededReason, Message: msg}
 	switch {
 	case ok == total:
 	case ok > 0:
-		phase, reason, kind = opsv1.BackupPhasePartiallyFailed, opsv1.PartiallyFailedReason, corev1.EventTypeWarning
+		end = skeleton.End{Phase: string(opsv1.BackupPhasePartiallyFailed), Ready: metav1.ConditionFalse, Reason: opsv1.PartiallyFailedReason, Message: msg, Warning: true}
 	default:
-		phase, reason, kind = opsv1.BackupPhaseFailed, opsv1.FailedReason, corev1.EventTypeWarning
+		end = skeleton.End{Phase: string(opsv1.BackupPhaseFailed), Ready: metav1.ConditionFalse, Reason: opsv1.FailedReason, Message: msg, Warning: true}
 	}
-	b.Status.Phase = phase
-	b.Status.CompletionTime = r.now()
-	setTerminal(b, reason, msg)
-	r.event(b, kind, string(phase), "%s", truncate(msg, 1024))
+	b.Status.Phase = opsv1.BackupPhase(end.Phase)
+	skeleton.Finish(r.Recorder, b, &b.Status.Conditions, &b.Status.CompletionTime, r.Now(), end)
 }
 
 // reconcileDelete stops the uploads, deletes the snapshots the backup

@@ -14,11 +14,8 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	ctrlruntime "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,11 +25,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/internal/outcome"
+	"github.com/tidbcloud/ops-server/operator/internal/skeleton"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
 
 // FieldOwner is the field manager of every write of the operator.
-const FieldOwner = "ops-operator"
+const FieldOwner = skeleton.FieldOwner
 
 // Options tune the reconciler.
 type Options struct {
@@ -51,6 +50,9 @@ type Options struct {
 	DrainTimeout time.Duration
 	// MaxConcurrentReconciles is the number of operations worked on at once.
 	MaxConcurrentReconciles int
+	// MaxRetryDelay bounds the backoff after transient errors
+	// (skeleton.RateLimiter).
+	MaxRetryDelay time.Duration
 }
 
 // DefaultOptions are the production defaults.
@@ -62,6 +64,7 @@ func DefaultOptions() Options {
 		RolloutTimeout:          2 * time.Hour,
 		DrainTimeout:            time.Hour,
 		MaxConcurrentReconciles: 4,
+		MaxRetryDelay:           skeleton.DefaultMaxRetryDelay,
 	}
 }
 
@@ -83,7 +86,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager) error {
 	}
 	return ctrlruntime.NewControllerManagedBy(mgr).
 		For(&opsv1.ClusterUpgradeOperation{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles,
+			RateLimiter: skeleton.RateLimiter(r.Options.MaxRetryDelay)}).
 		Named("clusterupgradeoperation").
 		Complete(r)
 }
@@ -120,8 +124,8 @@ const maxActionsPerReconcile = 16
 // simply observed again.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	op := &opsv1.ClusterUpgradeOperation{}
-	if err := r.Client.Get(ctx, req.NamespacedName, op); err != nil {
-		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	if found, err := skeleton.Get(ctx, r.Client, req.NamespacedName, op); !found || err != nil {
+		return reconcile.Result{}, err
 	}
 	original := op.DeepCopy()
 	result, err := func() (reconcile.Result, error) {
@@ -148,16 +152,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if perr := r.patchStatus(ctx, original, op); perr != nil {
 		err = errors.Join(err, perr)
 	}
-	if apierrors.IsConflict(err) {
-		// The object changed since it was read (a spec change, or a
-		// cache behind an earlier patch): start over from a fresh read;
-		// nothing of the last actions was recorded.
-		return reconcile.Result{RequeueAfter: 100 * time.Millisecond}, nil
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	return result, nil
+	// A conflict: the object changed since it was read (a spec change, or
+	// a cache behind an earlier patch): start over from a fresh read;
+	// nothing of the last actions was recorded.
+	return skeleton.Result(result, err)
 }
 
 // act decides one action, performs it on op and derives the rest of status
@@ -170,6 +168,11 @@ func (r *Reconciler) act(ctx context.Context, op *opsv1.ClusterUpgradeOperation)
 	s := &scope{op: op}
 	defer func() {
 		if retErr != nil {
+			// Transient (package outcome): the step keeps running with
+			// the error in its message, and the conditions say so; what
+			// blocked it before still does.
+			s.blocked = op.Status.BlockedBy
+			r.summarize(s)
 			return
 		}
 		r.summarize(s)
@@ -271,13 +274,24 @@ func token(op *opsv1.ClusterUpgradeOperation, stepID string) string {
 	return "ops-" + hex.EncodeToString(sum[:])[:32]
 }
 
-// handleError sorts an error: retryable cloud errors requeue (never fail
-// the operation), permanent ones fail the step and the operation, anything
-// else goes back to the queue with its backoff.
+// handleError applies the error policy (package outcome) to an error of
+// step (nil: before any step): a terminal error fails the step and the
+// operation; a retryable cloud error waits for its Retry-After hint (or
+// RetryInterval); anything else — Kubernetes API errors, timeouts,
+// unknown errors — is returned, so the operation goes back to the queue
+// with its backoff. Either way a step that is retried says why in its
+// message.
 func (r *Reconciler) handleError(s *scope, step *opsv1.UpgradeStep, err error) error {
-	switch cloud.KindOf(err) {
-	case cloud.Retryable:
-		s.requeue = cloud.RetryAfter(err)
+	o := outcome.Classify(err)
+	if o.Terminal {
+		if step != nil {
+			r.failStep(s.op, step, err.Error())
+		}
+		r.fail(s.op, err.Error())
+		return nil
+	}
+	if o.Cloud {
+		s.requeue = o.RequeueAfter
 		if s.requeue <= 0 {
 			s.requeue = r.Options.RetryInterval
 		}
@@ -285,16 +299,9 @@ func (r *Reconciler) handleError(s *scope, step *opsv1.UpgradeStep, err error) e
 			step.Message = "Retrying after a transient cloud error: " + err.Error()
 		}
 		return nil
-	case cloud.Permanent, cloud.NotFound, cloud.Unsupported:
-		var ce *cloud.Error
-		if !errors.As(err, &ce) && step == nil {
-			return err
-		}
-		if step != nil {
-			r.failStep(s.op, step, err.Error())
-		}
-		r.fail(s.op, err.Error())
-		return nil
+	}
+	if step != nil {
+		step.Message = "Retrying after an error: " + err.Error()
 	}
 	return err
 }
@@ -360,7 +367,7 @@ func (r *Reconciler) failInvalid(op *opsv1.ClusterUpgradeOperation, msg string) 
 // Stalled (InvalidSpec, VMClusterNotFound) instead of Failed.
 func (r *Reconciler) failWith(op *opsv1.ClusterUpgradeOperation, reason, msg string) {
 	r.fail(op, msg)
-	setReady(op, metav1.ConditionFalse, reason, msg)
+	skeleton.MarkFailed(&op.Status.Conditions, op.Generation, reason, msg)
 }
 
 // cancel ends the operation Cancelled at a safe point (nothing in flight).
@@ -379,45 +386,33 @@ func (r *Reconciler) cancel(op *opsv1.ClusterUpgradeOperation) {
 
 func (r *Reconciler) finish(op *opsv1.ClusterUpgradeOperation, phase opsv1.UpgradePhase, msg string) {
 	op.Status.Phase = phase
-	op.Status.CompletionTime = r.now()
 	op.Status.BlockedBy = nil
-	kind := "Normal"
-	if phase == opsv1.UpgradePhaseFailed {
-		kind = "Warning"
+	end := skeleton.End{Phase: string(phase), Ready: metav1.ConditionTrue, Reason: opsv1.SucceededReason, Message: msg}
+	switch phase {
+	case opsv1.UpgradePhaseFailed:
+		end.Ready, end.Reason, end.Warning = metav1.ConditionFalse, opsv1.FailedReason, true
+	case opsv1.UpgradePhaseCancelled:
+		end.Ready, end.Reason = metav1.ConditionFalse, opsv1.CancelledReason
 	}
-	r.event(op, kind, string(phase), "%s", msg)
-	setTerminalMessage(op, msg)
 	if phase != opsv1.UpgradePhaseSucceeded {
 		op.Status.LeftBehind = leftBehind(op)
 	}
+	skeleton.Finish(r.Recorder, op, &op.Status.Conditions, &op.Status.CompletionTime, r.Now(), end)
 }
 
 func (r *Reconciler) event(op *opsv1.ClusterUpgradeOperation, kind, reason, format string, args ...any) {
-	if r.Recorder == nil {
-		return
-	}
-	r.Recorder.Eventf(op, nil, kind, reason, "Reconcile", format, args...)
+	skeleton.Event(r.Recorder, op, kind, reason, format, args...)
 }
 
-// patchStatus writes status as a merge patch from original (the object
-// as read or as the last patch returned it), and not at all when nothing
-// changed (a poll that found the cloud operation still running). Only the
-// operator writes status.
+// patchStatus writes status (package skeleton: a merge patch from
+// original, the object as read or as the last patch returned it, with
+// optimistic locking), and not at all when nothing changed (a poll that
+// found the cloud operation still running). Only the operator writes
+// status.
 func (r *Reconciler) patchStatus(ctx context.Context, original, op *opsv1.ClusterUpgradeOperation) error {
-	if equality.Semantic.DeepEqual(original.Status, op.Status) {
-		return nil
+	if err := skeleton.PatchStatus(ctx, r.Client, original, op, func(o *opsv1.ClusterUpgradeOperation) any { return o.Status }); err != nil {
+		return err
 	}
-	// Optimistic locking: a patch computed from an object older than the
-	// stored one (a stale read) must not replace newer step records.
-	patch := ctrl.MergeFromWithOptions(original, ctrl.MergeFromWithOptimisticLock{})
-	if err := r.Client.Status().Patch(ctx, op, patch, ctrl.FieldOwner(FieldOwner)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if apierrors.IsConflict(err) {
-			return err
-		}
-		return fmt.Errorf("patching status of %s: %w", klog.KObj(op), err)
-	}
+	recordStepMetrics(original, op)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/internal/skeleton"
 )
 
 // summarize derives everything in status that follows from the rest: the
@@ -46,17 +47,14 @@ func (r *Reconciler) summarize(s *scope) {
 	gen := op.Generation
 	switch st.Phase {
 	case opsv1.UpgradePhaseSucceeded:
-		setReady(op, metav1.ConditionTrue, opsv1.SucceededReason, "Upgraded to "+targetVersion(op))
-		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.ReconcilingCondition)
-		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
+		skeleton.MarkSucceeded(&st.Conditions, gen, opsv1.SucceededReason, "Upgraded to "+targetVersion(op))
 		st.ObservedGeneration = gen
 	case opsv1.UpgradePhaseFailed:
 		reason, msg := opsv1.FailedReason, "Upgrade failed"
 		if c := apimeta.FindStatusCondition(st.Conditions, opsv1.ReadyCondition); c != nil && (c.Reason == opsv1.FailedReason || c.Reason == opsv1.InvalidSpecReason || c.Reason == opsv1.VMClusterNotFoundReason) {
 			reason, msg = c.Reason, c.Message
 		}
-		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.ReconcilingCondition)
-		setCond(op, opsv1.StalledCondition, metav1.ConditionTrue, reason, msg)
+		skeleton.MarkFailed(&st.Conditions, gen, reason, msg)
 		st.ObservedGeneration = gen
 	case opsv1.UpgradePhaseCancelled:
 		setReady(op, metav1.ConditionFalse, opsv1.CancelledReason, "Cancelled on request")
@@ -74,9 +72,7 @@ func (r *Reconciler) summarize(s *scope) {
 		if op.Spec.Schedule != nil {
 			msg = "Scheduled for " + op.Spec.Schedule.UTC().Format("2006-01-02T15:04:05Z")
 		}
-		setReady(op, metav1.ConditionUnknown, opsv1.WaitingForScheduleReason, msg)
-		setCond(op, opsv1.ReconcilingCondition, metav1.ConditionTrue, opsv1.WaitingForScheduleReason, msg)
-		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
+		skeleton.MarkRunning(&st.Conditions, gen, opsv1.WaitingForScheduleReason, msg)
 	case opsv1.UpgradePhaseCancelling:
 		setReady(op, metav1.ConditionUnknown, opsv1.CancellingReason, cancellingMessage(op))
 		setCond(op, opsv1.ReconcilingCondition, metav1.ConditionTrue, opsv1.CancellingReason, "Cancelling")
@@ -86,10 +82,7 @@ func (r *Reconciler) summarize(s *scope) {
 			summarizeRunning(op)
 			break
 		}
-		msg := waitingMessage(op, s.waitingFor)
-		setReady(op, metav1.ConditionUnknown, opsv1.WaitingForOperationReason, msg)
-		setCond(op, opsv1.ReconcilingCondition, metav1.ConditionTrue, opsv1.WaitingForOperationReason, msg)
-		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
+		skeleton.MarkRunning(&st.Conditions, gen, opsv1.WaitingForOperationReason, waitingMessage(op, s.waitingFor))
 	default: // Running
 		summarizeRunning(op)
 	}
@@ -108,20 +101,7 @@ func summarizeRunning(op *opsv1.ClusterUpgradeOperation) {
 	} else if cur := st.Step(st.CurrentStep); cur != nil && cur.Message != "" {
 		msg = cur.ID + ": " + cur.Message
 	}
-	setReady(op, metav1.ConditionUnknown, reason, msg)
-	setCond(op, opsv1.ReconcilingCondition, metav1.ConditionTrue, reason, msg)
-	apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
-}
-
-// setTerminalMessage records why the operation ended in its Ready
-// condition; summarize keeps it.
-func setTerminalMessage(op *opsv1.ClusterUpgradeOperation, msg string) {
-	switch op.Status.Phase {
-	case opsv1.UpgradePhaseFailed:
-		setReady(op, metav1.ConditionFalse, opsv1.FailedReason, msg)
-	case opsv1.UpgradePhaseCancelled:
-		setReady(op, metav1.ConditionFalse, opsv1.CancelledReason, msg)
-	}
+	skeleton.MarkRunning(&st.Conditions, op.Generation, reason, msg)
 }
 
 func setReady(op *opsv1.ClusterUpgradeOperation, status metav1.ConditionStatus, reason, msg string) {
@@ -129,10 +109,5 @@ func setReady(op *opsv1.ClusterUpgradeOperation, status metav1.ConditionStatus, 
 }
 
 func setCond(op *opsv1.ClusterUpgradeOperation, t string, status metav1.ConditionStatus, reason, msg string) {
-	if len(msg) > 1024 {
-		msg = msg[:1021] + "..."
-	}
-	apimeta.SetStatusCondition(&op.Status.Conditions, metav1.Condition{
-		Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: op.Generation,
-	})
+	skeleton.SetCondition(&op.Status.Conditions, op.Generation, t, status, reason, msg)
 }

@@ -17,6 +17,7 @@ import (
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/drain"
 	"github.com/tidbcloud/ops-server/operator/internal/exclusion"
+	"github.com/tidbcloud/ops-server/operator/internal/outcome"
 	"github.com/tidbcloud/ops-server/operator/internal/vmstorage"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
@@ -96,7 +97,7 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) error {
 }
 
 func (r *Reconciler) preflightError(s *scope, err error) error {
-	if cloud.IsRetryable(err) {
+	if !outcome.IsTerminal(err) {
 		return r.handleError(s, nil, err)
 	}
 	r.fail(s.op, "Preflight: "+err.Error())
@@ -174,96 +175,128 @@ func (r *Reconciler) poll(ctx context.Context, s *scope, step *opsv1.UpgradeStep
 	return nil
 }
 
+// stepFunc starts a step, or makes one more pass of a Kubernetes-side
+// one: one function per action, as helm-controller has one action
+// reconciler per release action.
+type stepFunc func(r *Reconciler, ctx context.Context, s *scope, step *opsv1.UpgradeStep) error
+
+// stepFuncs maps every step action to its function.
+var stepFuncs = map[opsv1.StepAction]stepFunc{
+	opsv1.ActionUpgradeControlPlane: (*Reconciler).upgradeControlPlane,
+	opsv1.ActionUpdateAddon:         (*Reconciler).updateAddon,
+	opsv1.ActionUpgradeNodeGroup:    (*Reconciler).upgradeNodeGroup,
+	opsv1.ActionCreateNodeGroup:     (*Reconciler).createNodeGroup,
+	opsv1.ActionDeleteNodeGroup:     (*Reconciler).deleteNodeGroup,
+	opsv1.ActionWaitNodesReady:      (*Reconciler).waitNodesReady,
+	opsv1.ActionRolloutVMStorage:    (*Reconciler).rolloutVMStorage,
+	opsv1.ActionCordonNodes:         (*Reconciler).cordonNodes,
+	opsv1.ActionDrainNodes:          (*Reconciler).drain,
+}
+
 // runStep starts a step, or makes one more pass of a Kubernetes-side one.
 func (r *Reconciler) runStep(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
+	f, ok := stepFuncs[step.Action]
+	if !ok {
+		return r.handleError(s, step, outcome.Terminal(fmt.Errorf("unknown step action %q", step.Action)))
+	}
+	// Errors a step function returned without handling them (Kubernetes
+	// API errors, mostly) go through the one policy too.
+	if err := f(r, ctx, s, step); err != nil {
+		return r.handleError(s, step, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) upgradeControlPlane(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
+	cluster, err := s.provider.DescribeCluster(ctx, s.ref)
+	if err != nil {
+		return r.handleError(s, step, err)
+	}
+	if versionSatisfies(cluster.Version, targetVersion(s.op)) {
+		r.startStep(s.op, step)
+		r.succeedStep(s.op, step, "Control plane already at "+cluster.Version)
+		return nil
+	}
+	return r.startCloud(s, step, func(tok string) (string, error) {
+		return s.provider.StartControlPlaneUpgrade(ctx, s.ref, targetVersion(s.op), tok)
+	})
+}
+
+func (r *Reconciler) updateAddon(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
 	spec := &s.op.Spec
-	switch step.Action {
-	case opsv1.ActionUpgradeControlPlane:
-		cluster, err := s.provider.DescribeCluster(ctx, s.ref)
-		if err != nil {
-			return r.handleError(s, step, err)
+	want := addonOf(spec, step)
+	if want == nil {
+		return r.handleError(s, step, cloud.Errorf(cloud.Permanent, s.provider.Name(), "", "addon %q is not in the spec", step.Target))
+	}
+	return r.startCloud(s, step, func(tok string) (string, error) {
+		return s.provider.StartAddonUpdate(ctx, s.ref, cloud.AddonUpdate{Name: want.Name, Version: want.Version, ResolveConflicts: string(want.ResolveConflicts)}, tok)
+	})
+}
+
+func (r *Reconciler) upgradeNodeGroup(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
+	return r.startCloud(s, step, func(tok string) (string, error) {
+		return s.provider.StartNodeGroupUpgrade(ctx, s.ref, step.Target, targetVersion(s.op), tok)
+	})
+}
+
+func (r *Reconciler) createNodeGroup(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
+	spec := &s.op.Spec
+	ng := nodeGroupOf(spec, step)
+	groups, err := s.provider.ListNodeGroups(ctx, s.ref)
+	if err != nil {
+		return r.handleError(s, step, err)
+	}
+	var old *cloud.NodeGroup
+	for i := range groups {
+		if groups[i].Name == ng.NodeGroupName {
+			old = &groups[i]
 		}
-		if versionSatisfies(cluster.Version, targetVersion(s.op)) {
-			r.startStep(s.op, step)
-			r.succeedStep(s.op, step, "Control plane already at "+cluster.Version)
-			return nil
-		}
-		return r.startCloud(s, step, func(tok string) (string, error) {
-			return s.provider.StartControlPlaneUpgrade(ctx, s.ref, targetVersion(s.op), tok)
-		})
-	case opsv1.ActionUpdateAddon:
-		want := addonOf(spec, step)
-		if want == nil {
-			return r.handleError(s, step, cloud.Errorf(cloud.Permanent, s.provider.Name(), "", "addon %q is not in the spec", step.Target))
-		}
-		return r.startCloud(s, step, func(tok string) (string, error) {
-			return s.provider.StartAddonUpdate(ctx, s.ref, cloud.AddonUpdate{Name: want.Name, Version: want.Version, ResolveConflicts: string(want.ResolveConflicts)}, tok)
-		})
-	case opsv1.ActionUpgradeNodeGroup:
-		return r.startCloud(s, step, func(tok string) (string, error) {
-			return s.provider.StartNodeGroupUpgrade(ctx, s.ref, step.Target, targetVersion(s.op), tok)
-		})
-	case opsv1.ActionCreateNodeGroup:
-		ng := nodeGroupOf(spec, step)
+	}
+	if old == nil {
+		return r.handleError(s, step, cloud.Errorf(cloud.NotFound, s.provider.Name(), "", "node group %q to clone does not exist", ng.NodeGroupName))
+	}
+	clone := *old
+	clone.Name, clone.Version, clone.Status = ng.NewNodeGroupName, targetVersion(s.op), ""
+	return r.startCloud(s, step, func(tok string) (string, error) {
+		return s.provider.StartCreateNodeGroup(ctx, s.ref, clone, tok)
+	})
+}
+
+func (r *Reconciler) deleteNodeGroup(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
+	id, err := s.provider.StartDeleteNodeGroup(ctx, s.ref, step.Target, token(s.op, step.ID))
+	if cloud.IsNotFound(err) {
+		// Already gone: deleted by an earlier attempt whose answer was
+		// lost (a crash), or by someone else. Either way, done.
+		r.startStep(s.op, step)
+		r.succeedStep(s.op, step, "Node group "+step.Target+" is already deleted")
+		return nil
+	}
+	return r.startCloud(s, step, func(string) (string, error) { return id, err })
+}
+
+func (r *Reconciler) cordonNodes(ctx context.Context, s *scope, step *opsv1.UpgradeStep) error {
+	r.startStep(s.op, step)
+	nodes, err := r.groupNodeList(ctx, s, step.Target)
+	if err != nil {
+		return r.handleError(s, step, err)
+	}
+	if len(nodes) == 0 {
+		// Draining nothing and then deleting the group would take its
+		// pods down with it: a group the cloud still sizes above zero
+		// must show its Nodes.
 		groups, err := s.provider.ListNodeGroups(ctx, s.ref)
 		if err != nil {
 			return r.handleError(s, step, err)
 		}
-		var old *cloud.NodeGroup
-		for i := range groups {
-			if groups[i].Name == ng.NodeGroupName {
-				old = &groups[i]
+		for _, g := range groups {
+			if g.Name == step.Target && g.DesiredSize > 0 {
+				r.failStep(s.op, step, fmt.Sprintf("Node group %s has %d nodes in the cloud but none is found in Kubernetes; refusing to delete it undrained", g.Name, g.DesiredSize))
+				r.fail(s.op, step.Message)
+				return nil
 			}
 		}
-		if old == nil {
-			return r.handleError(s, step, cloud.Errorf(cloud.NotFound, s.provider.Name(), "", "node group %q to clone does not exist", ng.NodeGroupName))
-		}
-		clone := *old
-		clone.Name, clone.Version, clone.Status = ng.NewNodeGroupName, targetVersion(s.op), ""
-		return r.startCloud(s, step, func(tok string) (string, error) {
-			return s.provider.StartCreateNodeGroup(ctx, s.ref, clone, tok)
-		})
-	case opsv1.ActionDeleteNodeGroup:
-		id, err := s.provider.StartDeleteNodeGroup(ctx, s.ref, step.Target, token(s.op, step.ID))
-		if cloud.IsNotFound(err) {
-			// Already gone: deleted by an earlier attempt whose answer was
-			// lost (a crash), or by someone else. Either way, done.
-			r.startStep(s.op, step)
-			r.succeedStep(s.op, step, "Node group "+step.Target+" is already deleted")
-			return nil
-		}
-		return r.startCloud(s, step, func(string) (string, error) { return id, err })
-	case opsv1.ActionWaitNodesReady:
-		return r.waitNodesReady(ctx, s, step)
-	case opsv1.ActionRolloutVMStorage:
-		return r.rolloutVMStorage(ctx, s, step)
-	case opsv1.ActionCordonNodes:
-		r.startStep(s.op, step)
-		nodes, err := r.groupNodeList(ctx, s, step.Target)
-		if err != nil {
-			return r.handleError(s, step, err)
-		}
-		if len(nodes) == 0 {
-			// Draining nothing and then deleting the group would take its
-			// pods down with it: a group the cloud still sizes above zero
-			// must show its Nodes.
-			groups, err := s.provider.ListNodeGroups(ctx, s.ref)
-			if err != nil {
-				return r.handleError(s, step, err)
-			}
-			for _, g := range groups {
-				if g.Name == step.Target && g.DesiredSize > 0 {
-					r.failStep(s.op, step, fmt.Sprintf("Node group %s has %d nodes in the cloud but none is found in Kubernetes; refusing to delete it undrained", g.Name, g.DesiredSize))
-					r.fail(s.op, step.Message)
-					return nil
-				}
-			}
-		}
-		return r.cordonStep(ctx, s, step, nodes)
-	case opsv1.ActionDrainNodes:
-		return r.drain(ctx, s, step)
 	}
-	return fmt.Errorf("unknown step action %q", step.Action)
+	return r.cordonStep(ctx, s, step, nodes)
 }
 
 // startCloud starts a step's cloud operation and records its id. The id is

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -75,6 +76,7 @@ func testOptions() manager.Options {
 	o.Upgrade.PollInterval = 100 * time.Millisecond
 	o.Upgrade.RetryInterval = 50 * time.Millisecond
 	o.Upgrade.MaxConcurrentReconciles = 2
+	o.Upgrade.MaxRetryDelay = time.Second
 	o.GracefulShutdownTime = 5 * time.Second
 	o.SkipControllerNameValidation = true
 	return o
@@ -84,12 +86,19 @@ func testOptions() manager.Options {
 // test has its own simulated cloud and call log).
 func startOperator(t *testing.T, ns string, f *cloudFixture, mutate func(*manager.Options)) *operator {
 	t.Helper()
+	return startOperatorWith(t, env.Config, ns, f, mutate)
+}
+
+// startOperatorWith starts an operator that talks to the API server through
+// cfg (e.g. one that injects errors).
+func startOperatorWith(t *testing.T, cfg *rest.Config, ns string, f *cloudFixture, mutate func(*manager.Options)) *operator {
+	t.Helper()
 	o := testOptions()
 	o.WatchNamespace = ns
 	if mutate != nil {
 		mutate(&o)
 	}
-	mgr, err := manager.New(env.Config, o, cloud.NewRegistry(f.provider))
+	mgr, err := manager.New(cfg, o, cloud.NewRegistry(f.provider))
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	op := &operator{cancel: cancel, done: make(chan struct{})}

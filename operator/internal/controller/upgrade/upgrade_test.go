@@ -13,10 +13,12 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/manager"
+	"github.com/tidbcloud/ops-server/operator/internal/skeleton/kstatustest"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 )
 
@@ -61,6 +63,7 @@ func TestInPlaceOnly(t *testing.T) {
 	}
 	g.Expect(done.Status.ObservedGeneration).To(Equal(done.Generation))
 	g.Expect(apimeta.IsStatusConditionTrue(done.Status.Conditions, opsv1.ReadyCondition)).To(BeTrue())
+	g.Expect(servedKstatus(g, done)).To(Equal(status.CurrentStatus), "kstatus of the object as served")
 	st, err := f.provider.State(ctx, f.ref)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(st.Version).To(Equal("1.30"))
@@ -460,6 +463,7 @@ func TestCloudFaults(t *testing.T) {
 		ready := apimeta.FindStatusCondition(done.Status.Conditions, opsv1.ReadyCondition)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(ready.Message).To(ContainSubstring("node group pe-a is degraded"))
+		g.Expect(servedKstatus(g, done)).To(Equal(status.FailedStatus), "kstatus of the object as served")
 	})
 	t.Run("a failed cloud operation fails the step", func(t *testing.T) {
 		g := NewWithT(t)
@@ -489,4 +493,12 @@ func TestCloudFaults(t *testing.T) {
 		g.Expect(apimeta.FindStatusCondition(done2.Status.Conditions, opsv1.ReadyCondition).Message).To(ContainSubstring(`node group "nope" does not exist`))
 		g.Expect(mutationCounts(f)).To(BeEmpty())
 	})
+}
+
+// servedKstatus is the kstatus (cli-utils) of an operation read from the
+// API server.
+func servedKstatus(g Gomega, op *opsv1.ClusterUpgradeOperation) status.Status {
+	st, msg, err := kstatustest.Compute(op, opsv1.GroupVersion.WithKind("ClusterUpgradeOperation"))
+	g.Expect(err).NotTo(HaveOccurred(), msg)
+	return st
 }

@@ -1,0 +1,90 @@
+package upgrade
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/testenv"
+)
+
+func TestCloudCallsMetric(t *testing.T) {
+	g := NewWithT(t)
+	reg := cloud.NewRegistry(&policyProvider{})
+	reg.Observe = ObserveCloudCall
+	ok := cloudCalls.WithLabelValues(cloud.Mock, "DescribeCluster", "Success")
+	before := testutil.ToFloat64(ok)
+	p, ref, err := reg.Resolve(cloud.Mock, "c", "r")
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = p.DescribeCluster(context.Background(), ref)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(testutil.ToFloat64(ok)).To(Equal(before + 1))
+
+	// Through a reconcile: a permanent error of a start call is counted
+	// with its kind.
+	failed := cloudCalls.WithLabelValues(cloud.Mock, "StartNodeGroupUpgrade", "Permanent")
+	before = testutil.ToFloat64(failed)
+	op, _ := policyOp(opsv1.ActionUpgradeNodeGroup, false)
+	r := policyReconciler(t, &policyProvider{err: cloud.Errorf(cloud.Permanent, cloud.Mock, "StartNodeGroupUpgrade", "no")}, nil)
+	r.Providers.Observe = ObserveCloudCall
+	_, _, _, err = r.act(context.Background(), op)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(testutil.ToFloat64(failed)).To(Equal(before + 1))
+}
+
+func TestStepDurationMetric(t *testing.T) {
+	g := NewWithT(t)
+	before, _ := policyOp(opsv1.ActionUpgradeNodeGroup, true)
+	after := before.DeepCopy()
+	st := after.Status.Step("nodegroup/inplace/UpgradeNodeGroup")
+	st.Phase, st.CompletionTime = opsv1.StepPhaseSucceeded, &metav1.Time{Time: st.StartTime.Add(90 * time.Second)}
+	count := func() int {
+		return testutil.CollectAndCount(stepDuration, "ops_clusterupgradeoperation_step_duration_seconds")
+	}
+	series := count()
+	recordStepMetrics(before, after)
+	g.Expect(count()).To(Equal(series+1), "a new action/result series")
+	// The steps that were already finished before are not observed again.
+	recordStepMetrics(after, after)
+	g.Expect(count()).To(Equal(series + 1))
+	g.Expect(testutil.CollectAndCompare(stepDuration, strings.NewReader(`
+# HELP ops_clusterupgradeoperation_step_duration_seconds Time from the start to the end of an upgrade step, by action and result (Succeeded, Failed, Skipped).
+# TYPE ops_clusterupgradeoperation_step_duration_seconds histogram
+ops_clusterupgradeoperation_step_duration_seconds_sum{action="UpgradeNodeGroup",result="Succeeded"} 90
+ops_clusterupgradeoperation_step_duration_seconds_count{action="UpgradeNodeGroup",result="Succeeded"} 1
+`), "ops_clusterupgradeoperation_step_duration_seconds_sum", "ops_clusterupgradeoperation_step_duration_seconds_count")).To(Succeed())
+}
+
+func TestOperationsByPhaseMetric(t *testing.T) {
+	g := NewWithT(t)
+	scheme, err := testenv.NewScheme(opsv1.AddToScheme)
+	g.Expect(err).NotTo(HaveOccurred())
+	mk := func(name string, phase opsv1.UpgradePhase) *opsv1.ClusterUpgradeOperation {
+		return &opsv1.ClusterUpgradeOperation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			Status: opsv1.ClusterUpgradeOperationStatus{Phase: phase}}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		mk("a", opsv1.UpgradePhaseRunning), mk("b", opsv1.UpgradePhaseRunning), mk("c", opsv1.UpgradePhaseFailed), mk("d", ""),
+	).WithStatusSubresource(&opsv1.ClusterUpgradeOperation{}).Build()
+	SetPhaseReader(c)
+	g.Expect(testutil.CollectAndCompare(phases, strings.NewReader(`
+# HELP ops_clusterupgradeoperations ClusterUpgradeOperations by phase (every phase reported, 0 when none).
+# TYPE ops_clusterupgradeoperations gauge
+ops_clusterupgradeoperations{phase="Cancelled"} 0
+ops_clusterupgradeoperations{phase="Cancelling"} 0
+ops_clusterupgradeoperations{phase="Failed"} 1
+ops_clusterupgradeoperations{phase="Paused"} 0
+ops_clusterupgradeoperations{phase="Pending"} 1
+ops_clusterupgradeoperations{phase="Running"} 2
+ops_clusterupgradeoperations{phase="Scheduled"} 0
+ops_clusterupgradeoperations{phase="Succeeded"} 0
+`))).To(Succeed())
+}
