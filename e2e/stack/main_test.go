@@ -103,7 +103,7 @@ func vmWorkloads(t *testing.T) *Stack {
 			return
 		}
 		if vmErr = s.startVMOperator(ctx); vmErr == nil {
-			vmErr = s.startVMStorageBacker()
+			vmErr = s.startBacker()
 		}
 	})
 	if vmErr != nil {
