@@ -66,6 +66,7 @@ func TestStories(t *testing.T) {
 	t.Run("5 ops-apiserver killed: nothing accepted is lost", storyAPIServerRestart)
 	t.Run("6 GitOps: kubectl apply gives the same result; invalid YAML is rejected", storyGitOps)
 	t.Run("7 one active upgrade per cluster: simultaneous POSTs, a second CR waits", storyOneActiveUpgrade)
+	t.Run("8 vmcluster data: 10,000 samples written and queried at its endpoints, again after a blue-green vmstorage move", storyVMData)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {
