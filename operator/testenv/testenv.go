@@ -104,6 +104,8 @@ func Start(opts Options) (*Environment, error) {
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: time.Minute,
 		ControlPlaneStopTimeout:  30 * time.Second,
+		// On a busy machine the CRDs take longer than envtest's default 10 s.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: time.Minute},
 	}
 	env.ControlPlane.GetAPIServer().Path = apiserverPath
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, DataDir: opts.EtcdDataDir}
@@ -112,6 +114,9 @@ func Start(opts Options) (*Environment, error) {
 
 	cfg, err := env.Start()
 	if err != nil {
+		// A start that failed after etcd and kube-apiserver came up (the
+		// CRDs) leaves them running otherwise.
+		_ = env.Stop()
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", mustBinDir(), err)
 	}
