@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -239,6 +240,12 @@ func TestVMClusterBacked(t *testing.T) {
 	// (v0.74: it has no other status for a Pod that is not Ready).
 	storage := backedPods(g)["vmstorage"]
 	key := types.NamespacedName{Namespace: ns, Name: storage.Name}
+	// vmstorage keeps the last seconds of samples in memory; a snapshot
+	// writes them to disk, so that the SIGKILL below loses none.
+	resp, herr := http.Get(storage.Annotations[VMStorageEndpointAnnotation] + "/snapshot/create")
+	g.Expect(herr).NotTo(HaveOccurred())
+	_ = resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
 	s.backer.mu.Lock()
 	proc := s.backer.procs[key].proc
 	s.backer.mu.Unlock()
