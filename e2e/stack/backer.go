@@ -51,7 +51,7 @@ var components = []component{
 	{name: "vminsert", listen: map[string]int{"httpListenAddr": 8480, "clusternativeListenAddr": 0},
 		extra: []string{"-memory.allowedPercent=10"}},
 	{name: "vmselect", listen: map[string]int{"httpListenAddr": 8481, "clusternativeListenAddr": 0},
-		extra: []string{"-memory.allowedPercent=10", "-search.maxConcurrentRequests=2", "-search.disableCache", "-search.latencyOffset=1s"}},
+		extra: []string{"-memory.allowedPercent=10", "-search.maxConcurrentRequests=2", "-search.disableCache"}},
 }
 
 // backedPodSelector selects the Pods of every component.

@@ -58,7 +58,7 @@ func TestLocalArgs(t *testing.T) {
 				"-selectNode=vmselect-a-0.vmselect-a.obs.svc.cluster.local:8481", "-cacheDataPath=/select-cache"},
 			want: []string{"-httpListenAddr=127.0.0.1:10301", "-replicationFactor=2", "-dedup.minScrapeInterval=1ms",
 				"-storageNode=127.0.0.1:10101,127.0.0.1:10201", "-selectNode=127.0.0.1:10301",
-				"-memory.allowedPercent=10", "-search.maxConcurrentRequests=2", "-search.disableCache", "-search.latencyOffset=1s"},
+				"-memory.allowedPercent=10", "-search.maxConcurrentRequests=2", "-search.disableCache"},
 			wantPorts: map[int]int{8481: 10301},
 		},
 		{
