@@ -120,6 +120,9 @@ type podBacker struct {
 
 	mu    sync.Mutex
 	procs map[types.NamespacedName]*backedPod
+	// foreign are the Pods on Nodes that are not kwok's: their kubelet
+	// runs them, the backer leaves them alone (and says so once).
+	foreign map[types.UID]bool
 }
 
 // backedPod is the process backing one Pod.
@@ -160,7 +163,7 @@ func (s *Stack) startBacker() error {
 		cs: cs, dataRoot: s.VMStorageRoot(), podRoot: filepath.Join(s.stateDir, "pods"),
 		env: []string{StackEnv + "=" + s.stateDir}, logf: s.step, health: &http.Client{Timeout: time.Second},
 		ports:  newPortRegistry(),
-		cancel: cancel, done: make(chan struct{}), procs: map[types.NamespacedName]*backedPod{},
+		cancel: cancel, done: make(chan struct{}), procs: map[types.NamespacedName]*backedPod{}, foreign: map[types.UID]bool{},
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = backedPodSelector() }))
@@ -273,7 +276,7 @@ func (b *podBacker) sync(ctx context.Context) {
 		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		if c, _ := componentOf(p); c == nil {
+		if c, _ := componentOf(p); c == nil || b.foreign[p.UID] {
 			continue
 		}
 		want[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
@@ -338,6 +341,7 @@ func (b *podBacker) prepare(ctx context.Context, p *corev1.Pod) (*backedPod, err
 		return nil, fmt.Errorf("getting its Node %s: %w", p.Spec.NodeName, err)
 	}
 	if node.Annotations[mock.KwokAnnotation] == "" {
+		b.foreign[p.UID] = true
 		return nil, fmt.Errorf("Node %s is not a kwok Node: its kubelet runs the containers", node.Name)
 	}
 	comp, c := componentOf(p)
@@ -438,6 +442,11 @@ func (b *podBacker) report(ctx context.Context, p *corev1.Pod, bp *backedPod) er
 			}
 			break
 		}
+	}
+	// kwok's pod-ready stage makes the Pod Running (and Ready) once;
+	// readiness is ours only after that, or kwok would never run it.
+	if p.Status.Phase != corev1.PodRunning {
+		return nil
 	}
 	b.mu.Lock()
 	healthy, restarts := bp.healthy, bp.restarts
