@@ -35,7 +35,7 @@ func (e *env) operatorPhase(ctx context.Context, res *Results) error {
 	if e.upTemplate == nil {
 		return fmt.Errorf("no upgrade operation was created by the write path to copy")
 	}
-	// ops-operator comes with the stack's vmstorage backer, which runs a
+	// ops-operator comes with the stack's backer, which runs a
 	// real vmstorage process for every vmstorage Pod: uninstall the
 	// releases of the previous run first (with Flux still running), then
 	// stop Flux, which this run does not need.

@@ -95,13 +95,14 @@ var OperatorArgs = []string{
 }
 
 // StartOperator starts ops-operator from bin/ (built by `make build`), and
-// with it, unless it runs, the vmstorage backer: kwok Pods run no process,
-// so the stack runs a real vmstorage on 127.0.0.1 for each vmstorage Pod,
-// and ops-operator backs them up in local mode (vmbackup from bin/ as its
-// own child process, endpoints from the Pods' annotations).
+// with it, unless it runs, the backer: kwok Pods run no process, so the
+// stack runs a real vmstorage, vminsert or vmselect on 127.0.0.1 for each
+// of their Pods, and ops-operator backs vmstorage up in local mode
+// (vmbackup from bin/ as its own child process, endpoints from the Pods'
+// annotations).
 func (s *Stack) StartOperator(ctx context.Context) error {
-	if err := s.startVMStorageBacker(); err != nil {
-		return fmt.Errorf("starting the vmstorage backer: %w", err)
+	if err := s.startBacker(); err != nil {
+		return fmt.Errorf("starting the backer: %w", err)
 	}
 	vmbackup, err := testenv.Binary("vmbackup")
 	if err != nil {
@@ -149,6 +150,8 @@ const APIAddress = "127.0.0.1:8080"
 
 // StartAPIServer starts ops-apiserver from bin/ (built by `make build`) on
 // addr, serving the vmcluster chart of deploy/charts as the baked-in chart.
+// Once the backer runs, the vmclusters' endpoints point at the Service
+// proxy (LocalEndpoints).
 func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -171,7 +174,7 @@ func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
 		"--enable-mock-cloud",
 		"--backup-fs-roots=" + s.BackupRoot(),
 		"--backup-destination=fs://" + s.BackupRoot(),
-	}, s.apiServerArgs...), nil)
+	}, append(LocalEndpoints(s.ServicesURL()), s.apiServerArgs...)...), nil)
 	if err != nil {
 		return err
 	}
@@ -185,5 +188,19 @@ func (s *Stack) StopAPIServer() {
 	if s.APIServer != nil {
 		_ = s.APIServer.Kill()
 		s.APIServer = nil
+	}
+}
+
+// LocalEndpoints are the ops-apiserver flags that make a vmcluster's
+// endpoints the Service proxy's URLs of its vmselect and vminsert Services
+// (none when base is ""): the defaults of DefaultEndpoints in
+// apiserver/internal/config, reachable from the host.
+func LocalEndpoints(base string) []string {
+	if base == "" {
+		return nil
+	}
+	return []string{
+		"--chart-endpoint=prometheus=" + base + "/{{.Namespace}}/vmselect-{{.Release}}/select/0/prometheus",
+		"--chart-endpoint=remote_write=" + base + "/{{.Namespace}}/vminsert-{{.Release}}/insert/0/prometheus/api/v1/write",
 	}
 }

@@ -23,7 +23,7 @@ import (
 // the first test that needs it: the control plane, kube-controller-manager,
 // kube-scheduler, kwok, the volume provisioner and the simulated cloud's
 // Nodes, as Start brings them up; the VictoriaMetrics operator with its
-// CRDs and the vmstorage backer on request. Pure
+// CRDs and the backer on request. Pure
 // tests run without it.
 var (
 	shared     *Stack
@@ -95,7 +95,7 @@ func startControlPlane(ctx context.Context) (*Stack, error) {
 	return s, s.seedCloud(ctx)
 }
 
-// vmWorkloads starts the VictoriaMetrics operator and the vmstorage backer
+// vmWorkloads starts the VictoriaMetrics operator and the backer
 // on the shared stack, once.
 func vmWorkloads(t *testing.T) *Stack {
 	t.Helper()
@@ -107,11 +107,11 @@ func vmWorkloads(t *testing.T) *Stack {
 			return
 		}
 		if vmErr = s.startVMOperator(ctx); vmErr == nil {
-			vmErr = s.startVMStorageBacker()
+			vmErr = s.startBacker()
 		}
 	})
 	if vmErr != nil {
-		t.Fatalf("starting the VictoriaMetrics operator and the vmstorage backer: %v", vmErr)
+		t.Fatalf("starting the VictoriaMetrics operator and the backer: %v", vmErr)
 	}
 	return s
 }

@@ -39,6 +39,10 @@ type Options struct {
 	// APIServerArgs are extra ops-apiserver flags (e.g. the benchmarks'
 	// --rate-limit-qps=0).
 	APIServerArgs []string
+	// ServicesAddress is where the Service proxy publishes the Services
+	// of the backed Pods (a free port when empty; `make dev` uses
+	// ServicesAddress). The endpoints ops-apiserver shows point there.
+	ServicesAddress string
 }
 
 // Namespace is where the stack keeps vmclusters and upgrade operations.
@@ -65,9 +69,11 @@ type Stack struct {
 	// apiServerArgs are Options.APIServerArgs.
 	apiServerArgs []string
 	logDir        string
-	// backer runs a real vmstorage process for each vmstorage Pod (see
-	// vmstorage.go); started with ops-operator.
-	backer *vmstorageBacker
+	// backer runs a real process for each vmstorage, vminsert and
+	// vmselect Pod, and the Service proxy on servicesAddr (see backer.go,
+	// services.go); started with ops-operator.
+	backer       *podBacker
+	servicesAddr string
 	// podIO serves kubectl logs/exec of backed Pods through kwok (see
 	// podio.go); started with kwok.
 	podIO *podIO
@@ -88,7 +94,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Stack{stateDir: state, logDir: filepath.Join(state, "logs"), out: o.Out, apiServerArgs: o.APIServerArgs}
+	s = &Stack{stateDir: state, logDir: filepath.Join(state, "logs"), out: o.Out, apiServerArgs: o.APIServerArgs, servicesAddr: o.ServicesAddress}
 	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ import (
 // so the stack ships a default StorageClass whose volumes are directories in
 // its state directory, provisioned by a small controller in the stack's own
 // process (see volumeProvisioner). A PersistentVolumeClaim that names no
-// class gets one; the vmstorage backer runs each vmstorage process on the
+// class gets one; the backer runs each vmstorage process on the
 // directory of its Pod's claim, so data outlives the Pod as it would on a
 // real PersistentVolume.
 const (
@@ -74,7 +74,7 @@ func localStorageClass() *storagev1.StorageClass {
 }
 
 // volumeProvisioner provisions and deletes the volumes of StorageClassName,
-// level-triggered like the vmstorage backer: on every claim or volume event
+// level-triggered like the backer: on every claim or volume event
 // and every few seconds it compares the two listers with the directories.
 //
 //   - A claim of the class without a volume gets a hostPath PersistentVolume

@@ -202,7 +202,7 @@ func TestVolumeDeletedDirectly(t *testing.T) {
 }
 
 // A VMCluster with storage.volumeClaimTemplate, through the real
-// VictoriaMetrics operator: the vmstorage backer runs the Pod's vmstorage
+// VictoriaMetrics operator: the backer runs the Pod's vmstorage
 // process on the directory of the Pod's volume, and again on the same
 // directory when the Pod is re-created.
 func TestVMClusterStorageOnVolume(t *testing.T) {

@@ -70,6 +70,7 @@ func TestStories(t *testing.T) {
 	t.Run("9 dry-run YAML piped to kubectl apply Succeeds like a POSTed operation", storyDryRunApply)
 	t.Run("10 kubectl logs and exec of a vmstorage Pod reach its real process", storyLogsExec)
 	t.Run("11 rollout target: a vmcluster named in the upgrade moves, and a later PUT keeps it moved", storyRolloutTarget)
+	t.Run("12 vmcluster data: 10,000 samples written and queried at its endpoints, again after a blue-green vmstorage move", storyVMData)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {

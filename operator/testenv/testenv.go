@@ -108,6 +108,8 @@ func Start(opts Options) (*Environment, error) {
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: time.Minute,
 		ControlPlaneStopTimeout:  30 * time.Second,
+		// On a busy machine the CRDs take longer than envtest's default 10 s.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: time.Minute},
 	}
 	// envtest waits 10 s by default for the CRDs to be served; the local
 	// stack installs over a hundred, maybe on a loaded machine.

@@ -19,18 +19,19 @@ import (
 func main() {
 	stateDir := flag.String("state-dir", ".dev", "directory for the local stack's state (etcd data), kubeconfig and logs")
 	addr := flag.String("listen-address", stack.APIAddress, "address of the REST API")
+	services := flag.String("services-address", stack.ServicesAddress, "address where the Services of the vmclusters are published (/<namespace>/<service>/...)")
 	flag.Parse()
-	if err := run(*stateDir, *addr); err != nil {
+	if err := run(*stateDir, *addr, *services); err != nil {
 		fmt.Fprintln(os.Stderr, "ops-dev:", err)
 		os.Exit(1)
 	}
 }
 
-func run(stateDir, addr string) error {
+func run(stateDir, addr, services string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	s, err := stack.Start(ctx, stack.Options{StateDir: stateDir, Out: os.Stdout, WithOperator: true, APIAddress: addr})
+	s, err := stack.Start(ctx, stack.Options{StateDir: stateDir, Out: os.Stdout, WithOperator: true, APIAddress: addr, ServicesAddress: services})
 	if err != nil {
 		return err
 	}
@@ -44,7 +45,8 @@ Local stack ready in %s.
   API token:       %s   (ServiceAccount observability/%s, every API permission;
                    send it as "Authorization: Bearer <token>", see docs/auth.md)
   kubeconfig:      %s
-  logs:            %s/logs/
+  logs:            %s/logs/   (each backed Pod's: %s/pods/<namespace>/<pod>/<container>.log)
+  Services:        %s/<namespace>/<service>/   (vmclusters' endpoints, e.g. vminsert-vmcluster, vmselect-vmcluster)
   volumes:         %s   (default StorageClass %s: one directory per PersistentVolumeClaim)
   simulated cloud: cluster %s in region %s (cloudProvider mock), Kubernetes 1.29,
                    node groups observability-ng and vmstorage as kwok Nodes
@@ -61,7 +63,7 @@ Try:
 
 docs/quickstart.md goes on from here (a blue-green upgrade of dev-cluster).
 Press Ctrl-C to stop everything; state stays in %s until make dev-clean.
-`, time.Since(start).Round(100*time.Millisecond), api, api, api, tokenPath, stack.DevServiceAccount, s.Kubeconfig, stateDir, s.VMStorageRoot(), stack.StorageClassName,
+`, time.Since(start).Round(100*time.Millisecond), api, api, api, tokenPath, stack.DevServiceAccount, s.Kubeconfig, stateDir, stateDir, s.ServicesURL(), s.VMStorageRoot(), stack.StorageClassName,
 		stack.DevCluster.Name, stack.DevCluster.Region, tokenPath, api, api, api, s.Kubeconfig, stateDir)
 	<-ctx.Done()
 	fmt.Println("\nStopping ...")
