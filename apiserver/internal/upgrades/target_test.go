@@ -51,8 +51,9 @@ func TestRolloutTarget(t *testing.T) {
 
 	code, body := a.do(http.MethodPost, upgrades.BasePath+"/dry-run", rolloutRequest("metrics"), nil)
 	g.Expect(code).To(Equal(http.StatusOK), string(body))
-	g.Expect(a.op(body).Spec.NodeGroupUpgrades[0].VMCluster).To(Equal("metrics"))
-	g.Expect(a.op(body).Spec.NodeGroupUpgrades[0].VMStorageSTSName).To(Equal("vmstorage-metrics"))
+	// The dry run is the CR: the target resolved to its VMCluster.
+	g.Expect(a.manifest(body).Spec.NodeGroupUpgrades[0].VMCluster).To(Equal(&opsv1.VMClusterReference{Namespace: ns, Name: "metrics"}))
+	g.Expect(a.manifest(body).Spec.NodeGroupUpgrades[0].VMStorageSTSName).To(Equal("vmstorage-metrics"))
 
 	code, body = a.do(http.MethodPost, upgrades.BasePath, rolloutRequest("metrics"), nil)
 	g.Expect(code).To(Equal(http.StatusAccepted), string(body))
@@ -70,8 +71,8 @@ func TestRolloutTarget(t *testing.T) {
 	a2 := newAPI(t)
 	code, body = a2.do(http.MethodPost, upgrades.BasePath+"/dry-run", rolloutRequest(""), nil)
 	g.Expect(code).To(Equal(http.StatusOK), string(body))
-	g.Expect(a2.op(body).Spec.NodeGroupUpgrades[0].VMCluster).To(Equal(opsv1.VMClusterName))
-	g.Expect(a2.op(body).Spec.NodeGroupUpgrades[0].VMStorageSTSNamespace).To(Equal(opsv1.VMClusterNamespace))
+	g.Expect(a2.manifest(body).Spec.NodeGroupUpgrades[0].VMCluster).To(Equal(&opsv1.VMClusterReference{Namespace: opsv1.VMClusterNamespace, Name: opsv1.VMClusterName}))
+	g.Expect(a2.manifest(body).Spec.NodeGroupUpgrades[0].VMStorageSTSNamespace).To(Equal(opsv1.VMClusterNamespace))
 
 	// Refused: a vmcluster that does not exist, and one named without a
 	// rollout. (By id the vmclusters service looks it up in the informer

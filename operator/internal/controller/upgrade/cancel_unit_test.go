@@ -75,7 +75,7 @@ func TestLeftBehind(t *testing.T) {
 			want: []string{"ControlPlane c:", "NodeGroup ng2: created at 1.30; the old node group ng still runs"}},
 		{name: "cancelled during the rollout", mut: withRollout, stop: ng(opsv1.ActionRolloutVMStorage), phase: opsv1.StepPhaseRunning,
 			want: []string{"ControlPlane c:", "NodeGroup ng2: created at 1.30; the old node group ng still runs the workloads; vmstorage was moved to it",
-				"VMCluster vmcluster: patched with vmClusterHelmValues: vmstorage is placed on node group ng2"}},
+				"VMCluster vmcluster: patched with vmClusterHelmValues (and recorded as a post-renderer on its HelmRelease, if it has one): vmstorage is placed on node group ng2"}},
 		{name: "cancelled after the cordon", stop: ng(opsv1.ActionCordonNodes), phase: opsv1.StepPhaseSucceeded,
 			want: []string{"ControlPlane c:", "NodeGroup ng2: created at 1.30; the old node group ng still runs"}},
 		{name: "cancelled during the drain", stop: ng(opsv1.ActionDrainNodes), phase: opsv1.StepPhaseRunning,
