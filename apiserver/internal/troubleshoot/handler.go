@@ -184,7 +184,6 @@ func (h *Handler) exec(c echo.Context) error {
 	ctx := c.Request().Context()
 	// The audit line records the command, allowed or not.
 	auth.RecordDetail(ctx, "command", req.Command)
-	auth.RecordDetail(ctx, "pod", c.Param("pod"))
 	if verr := ValidateExec(&req, h.Svc.ExecAllowed); verr != nil {
 		return verr
 	}
