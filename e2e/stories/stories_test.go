@@ -69,6 +69,7 @@ func TestStories(t *testing.T) {
 	t.Run("8 cancel a blue-green upgrade during its drain: the old Nodes are uncordoned", storyCancelBlueGreen)
 	t.Run("9 dry-run YAML piped to kubectl apply Succeeds like a POSTed operation", storyDryRunApply)
 	t.Run("10 kubectl logs and exec of a vmstorage Pod reach its real process", storyLogsExec)
+	t.Run("11 troubleshooting through the REST API: tree, Pods, logs (followed), exec", storyTroubleshoot)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {
