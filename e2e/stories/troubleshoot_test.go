@@ -189,4 +189,3 @@ func roleToken(t *testing.T, name string, rules []rbacv1.PolicyRule) string {
 	g.Expect(err).NotTo(HaveOccurred())
 	return tr.Status.Token
 }
-
