@@ -85,8 +85,7 @@ type TroubleshootConfig struct {
 	// LogFollowMaxDuration ends a followed log stream.
 	LogFollowMaxDuration metav1.Duration `json:"logFollowMaxDuration"`
 	// ExecAllowedCommands, when not empty, are the only executables an
-	// exec may run (matched against the command's first item or its base
-	// name).
+	// exec may run (exact matches of the command's first item).
 	ExecAllowedCommands []string `json:"execAllowedCommands"`
 	// ExecMaxOutputBytes bounds each of an exec's stdout and stderr; the
 	// rest is dropped and the answer says truncated.
@@ -440,7 +439,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Auth.TokenFile, "auth-token-file", c.Auth.TokenFile, "File of hashed static bearer tokens (development; see docs/auth.md), re-read when it changes.")
 	fs.Int64Var(&c.Troubleshoot.LogMaxBytes, "log-max-bytes", c.Troubleshoot.LogMaxBytes, "Most bytes one Pod logs request returns (the default and maximum of limitBytes).")
 	fs.DurationVar(&c.Troubleshoot.LogFollowMaxDuration.Duration, "log-follow-max-duration", c.Troubleshoot.LogFollowMaxDuration.Duration, "A followed Pod log stream ends after this long.")
-	fs.StringSliceVar(&c.Troubleshoot.ExecAllowedCommands, "exec-allowed-commands", c.Troubleshoot.ExecAllowedCommands, "Comma-separated executables a Pod exec may run (full path or base name); empty: any.")
+	fs.StringSliceVar(&c.Troubleshoot.ExecAllowedCommands, "exec-allowed-commands", c.Troubleshoot.ExecAllowedCommands, "Comma-separated executables a Pod exec may run (exact match of the command's first item: \"ls\" allows ls found in the container's PATH, /bin/ls only that path); empty: any.")
 	fs.Int64Var(&c.Troubleshoot.ExecMaxOutputBytes, "exec-max-output-bytes", c.Troubleshoot.ExecMaxOutputBytes, "Bound of each of a Pod exec's stdout and stderr; the rest is dropped and flagged truncated.")
 	fs.StringSliceVar(&c.Auth.TokenAudiences, "auth-token-audiences", c.Auth.TokenAudiences, "Audiences a bearer token must be minted for (TokenReview); empty: the Kubernetes API server's.")
 	fs.DurationVar(&c.Auth.CacheTTL.Duration, "auth-cache-ttl", c.Auth.CacheTTL.Duration, "How long a TokenReview or SubjectAccessReview answer is reused.")

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path"
 	"slices"
 	"time"
 
@@ -53,7 +52,9 @@ func ValidateExec(req *ExecRequest, allowed []string) *apierror.Error {
 	if len(vs) > 0 {
 		return apierror.InvalidArgument("the exec request is invalid", vs...)
 	}
-	if len(allowed) > 0 && !slices.Contains(allowed, req.Command[0]) && !slices.Contains(allowed, path.Base(req.Command[0])) {
+	// An exact match only: a base-name match would let /tmp/x/ls run as
+	// "ls".
+	if len(allowed) > 0 && !slices.Contains(allowed, req.Command[0]) {
 		return apierror.PermissionDenied(ReasonCommandNotAllowed, "command %q is not in the server's allowlist (--exec-allowed-commands)", truncate(req.Command[0], 80)).
 			WithMetadata("command", truncate(req.Command[0], 80))
 	}
