@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
@@ -112,17 +115,38 @@ func (s *Service) Exec(ctx context.Context, id, pod string, req ExecRequest) (Ex
 	err = exec.StreamWithContext(ectx, remotecommand.StreamOptions{Stdout: stdout, Stderr: stderr})
 	res := ExecResult{Stdout: stdout.buf.String(), Stderr: stderr.buf.String(), Truncated: stdout.truncated || stderr.truncated}
 	var exitErr utilexec.ExitError
+	var statusErr apierrors.APIStatus
 	switch {
 	case err == nil:
 	case errors.As(err, &exitErr):
 		res.ExitCode = exitErr.ExitStatus()
 	case ectx.Err() != nil && ctx.Err() == nil:
 		res.ExitCode, res.TimedOut = -1, true
+	case errors.As(err, &statusErr):
+		return ExecResult{}, apierror.FromKubernetes(err)
 	default:
-		if ae := apierror.FromKubernetes(err); ae != nil {
-			return ExecResult{}, ae
+		if code, ok := plainExitStatus(err); ok {
+			res.ExitCode = code
+			return res, nil
 		}
-		return ExecResult{}, fmt.Errorf("running a command in %s/%s container %s: %w", p.Namespace, p.Name, container, err)
+		return ExecResult{}, apierror.Unavailable("the command could not be run in container %s of Pod %s", container, p.Name).
+			WithCause(fmt.Errorf("running a command in %s/%s container %s: %w", p.Namespace, p.Name, container, err))
 	}
 	return res, nil
+}
+
+// exitStatusRE is how Go's os/exec words an exit ("exit status 3"), at the
+// end of the first line of a message.
+var exitStatusRE = regexp.MustCompile(`(?:^|: )exit status (\d{1,3})(?:\n|$)`)
+
+// plainExitStatus reads the exit code out of a runtime that reports a
+// command's non-zero exit as a plain failure message instead of the
+// NonZeroExitCode status of the exec protocol (kwok's local exec does).
+func plainExitStatus(err error) (int, bool) {
+	m := exitStatusRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0, false
+	}
+	n, convErr := strconv.Atoi(m[1])
+	return n, convErr == nil && n <= 255
 }

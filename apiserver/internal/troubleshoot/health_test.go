@@ -1,6 +1,7 @@
 package troubleshoot
 
 import (
+	"errors"
 	"net/url"
 	"testing"
 
@@ -120,4 +121,21 @@ func FuzzValidateExec(f *testing.F) {
 			t.Fatalf("timeout %d", req.TimeoutSeconds)
 		}
 	})
+}
+
+func TestPlainExitStatus(t *testing.T) {
+	g := NewWithT(t)
+	for msg, want := range map[string]int{
+		"cmd wait: sh -c exit 3: exit status 3":       3,
+		"exit status 127":                             127,
+		"cmd wait: false: exit status 1\nsome stderr": 1,
+	} {
+		code, ok := plainExitStatus(errors.New(msg))
+		g.Expect(ok).To(BeTrue(), msg)
+		g.Expect(code).To(Equal(want), msg)
+	}
+	for _, msg := range []string{"container not found", "exit status 3000", "my exit status 3 is fine", "exit status 300"} {
+		_, ok := plainExitStatus(errors.New(msg))
+		g.Expect(ok).To(BeFalse(), msg)
+	}
 }
