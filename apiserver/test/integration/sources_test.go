@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"testing"
@@ -78,4 +79,16 @@ func TestVMClusterLocalChart(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(configMap(g, ns, "local1")).To(HaveKeyWithValue("retentionPeriod", "5"))
 	}).Should(Succeed())
+	// GET: values are the chart's defaults with the overrides, as Helm
+	// applied them; the overrides alone stay in values_overrides; the
+	// deployed version and the last Helm action come from the status.
+	got := s.get("local1")
+	g.Expect(got.ValuesOverrides).To(MatchJSON(`{"retentionPeriod":"5"}`))
+	applied := map[string]any{}
+	g.Expect(json.Unmarshal(got.Values, &applied)).To(Succeed())
+	g.Expect(applied).To(HaveKeyWithValue("retentionPeriod", "5"), "the override wins")
+	g.Expect(applied).To(HaveKeyWithValue("failOnPurpose", false), "a chart default")
+	g.Expect(applied).To(HaveKeyWithValue("vmselect", HaveKeyWithValue("service", HaveKeyWithValue("type", "ClusterIP"))), "a nested chart default")
+	g.Expect(got.HelmReleaseInfo.DeployedVersion).To(Equal("0.1.0"))
+	g.Expect(got.HelmReleaseInfo.LastAction).To(HaveValue(And(HaveField("Action", "install"), HaveField("Result", "Succeeded"), HaveField("Time", Not(BeEmpty())))))
 }
