@@ -108,8 +108,13 @@ func TestVMClusterLifecycle(t *testing.T) {
 	g.Expect(decode[vmclusters.VMCluster](t, b).Status).To(Equal(vmclusters.StatusUpdating))
 	upgraded := s.waitStatus("c1", vmclusters.StatusRunning)
 	g.Expect(upgraded.HelmReleaseInfo.Version).To(Equal("0.2.0"))
-	g.Expect(upgraded.HelmReleaseInfo.DeployedVersion).To(Equal("0.2.0"), "from the HelmRelease's history")
-	g.Expect(upgraded.HelmReleaseInfo.LastAction).To(HaveValue(And(HaveField("Action", "upgrade"), HaveField("Result", "Succeeded"), HaveField("Time", Not(BeEmpty())))))
+	// Like the ConfigMap below, the history may show the upgrade a moment
+	// after RUNNING.
+	g.Eventually(func(g Gomega) {
+		info := s.get("c1").HelmReleaseInfo
+		g.Expect(info.DeployedVersion).To(Equal("0.2.0"), "from the HelmRelease's history")
+		g.Expect(info.LastAction).To(HaveValue(And(HaveField("Action", "upgrade"), HaveField("Result", "Succeeded"), HaveField("Time", Not(BeEmpty())))))
+	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		data := configMap(g, ns, "c1")
 		g.Expect(data).To(HaveKeyWithValue("chartVersion", "0.2.0"))

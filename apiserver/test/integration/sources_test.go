@@ -89,6 +89,9 @@ func TestVMClusterLocalChart(t *testing.T) {
 	g.Expect(applied).To(HaveKeyWithValue("retentionPeriod", "5"), "the override wins")
 	g.Expect(applied).To(HaveKeyWithValue("failOnPurpose", false), "a chart default")
 	g.Expect(applied).To(HaveKeyWithValue("vmselect", HaveKeyWithValue("service", HaveKeyWithValue("type", "ClusterIP"))), "a nested chart default")
-	g.Expect(got.HelmReleaseInfo.DeployedVersion).To(Equal("0.1.0"))
-	g.Expect(got.HelmReleaseInfo.LastAction).To(HaveValue(And(HaveField("Action", "install"), HaveField("Result", "Succeeded"), HaveField("Time", Not(BeEmpty())))))
+	g.Eventually(func(g Gomega) {
+		info := s.get("local1").HelmReleaseInfo
+		g.Expect(info.DeployedVersion).To(Equal("0.1.0"))
+		g.Expect(info.LastAction).To(HaveValue(And(HaveField("Action", "install"), HaveField("Result", "Succeeded"), HaveField("Time", Not(BeEmpty())))))
+	}).Should(Succeed())
 }
