@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -481,6 +482,25 @@ func TestAPIServerRBACCoversItsCalls(t *testing.T) {
 	}}
 	authorized(g, api.Create(ctx, sar), "create subjectaccessreview")
 	g.Expect(sar.Status.Allowed).To(BeFalse(), "the caller has no binding yet")
+
+	// The troubleshooting API (apiserver/internal/troubleshoot): live
+	// lists of the VMClusters, workloads, Pods and Services, the PVCs the
+	// Pods mount, the Nodes' node group, logs and exec.
+	vmcs := &unstructured.UnstructuredList{}
+	vmcs.SetAPIVersion("operator.victoriametrics.com/v1beta1")
+	vmcs.SetKind("VMClusterList")
+	authorized(g, api.List(ctx, vmcs, client.InNamespace(ns)), "list vmclusters.operator.victoriametrics.com")
+	for _, l := range []client.ObjectList{&appsv1.StatefulSetList{}, &appsv1.DeploymentList{}, &appsv1.ReplicaSetList{}, &corev1.PodList{}, &corev1.ServiceList{}} {
+		authorized(g, api.List(ctx, l, client.InNamespace(ns)), fmt.Sprintf("list %T", l))
+	}
+	authorized(g, api.Get(ctx, client.ObjectKey{Namespace: ns, Name: "absent"}, &corev1.PersistentVolumeClaim{}), "get persistentvolumeclaim")
+	authorized(g, api.Get(ctx, client.ObjectKey{Name: "absent"}, &corev1.Node{}), "get node")
+	apiCS, err := kubernetes.NewForConfig(impersonate(in.ns, in.serverSA()))
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = apiCS.CoreV1().Pods(ns).GetLogs("absent", &corev1.PodLogOptions{}).DoRaw(ctx)
+	authorized(g, err, "get pods/log")
+	err = apiCS.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name("absent").SubResource("exec").Param("command", "ls").Do(ctx).Error()
+	authorized(g, err, "create pods/exec")
 
 	// What the API-access roles grant: TestAPIAccessRolesMatchDocs.
 

@@ -71,6 +71,7 @@ func TestStories(t *testing.T) {
 	t.Run("10 kubectl logs and exec of a vmstorage Pod reach its real process", storyLogsExec)
 	t.Run("11 rollout target: a vmcluster named in the upgrade moves, and a later PUT keeps it moved", storyRolloutTarget)
 	t.Run("12 vmcluster data: 10,000 samples written and queried at its endpoints, again after a blue-green vmstorage move", storyVMData)
+	t.Run("13 troubleshooting through the REST API: tree, Pods, logs (followed), exec", storyTroubleshoot)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {

@@ -41,6 +41,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
+	"github.com/tidbcloud/ops-server/apiserver/internal/troubleshoot"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -85,6 +86,12 @@ type App struct {
 // document (or the other way round) fails it. bk is the backups service;
 // it may be left out where only the routes matter (that test).
 func APIs(vm vmclusters.Operations, up *upgrades.Service, bk ...*backups.Service) []server.API {
+	return APIsWith(vm, up, nil, bk...)
+}
+
+// APIsWith is APIs with the troubleshooting service ts (nil where only
+// the routes matter).
+func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.Service, bk ...*backups.Service) []server.API {
 	var b *backups.Service
 	if len(bk) > 0 {
 		b = bk[0]
@@ -94,6 +101,7 @@ func APIs(vm vmclusters.Operations, up *upgrades.Service, bk ...*backups.Service
 		&vmclusters.Handler{Ops: vm},
 		&upgrades.Handler{Svc: up},
 		&backups.Handler{Svc: b},
+		&troubleshoot.Handler{Svc: ts},
 	}
 }
 
@@ -197,7 +205,19 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 
-	a.apis = APIs(svc, up, bk)
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		a.close()
+		return nil, fmt.Errorf("building Kubernetes clientset: %w", err)
+	}
+	tc := cfg.Troubleshoot
+	ts := &troubleshoot.Service{
+		VMClusters: svc, Reader: kube, Clientset: cs, RESTConfig: restCfg,
+		MaxLogBytes: tc.LogMaxBytes, FollowMaxDuration: tc.LogFollowMaxDuration.Duration,
+		ExecAllowed: tc.ExecAllowedCommands, ExecMaxOutputBytes: tc.ExecMaxOutputBytes, DefaultTimeout: cfg.RequestTimeout.Duration,
+	}
+
+	a.apis = APIsWith(svc, up, ts, bk)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.Collector())
 	a.echo, err = server.New(server.Options{

@@ -206,7 +206,8 @@ func (g *Guard) audit(c echo.Context, r server.Route, u *User, rec *auditRecord)
 		"status", status, "result", result,
 		"requestID", server.RequestID(c.Request().Context()),
 	}
-	targets := rec.get()
+	targets, details := rec.get()
+	kv = append(kv, details...)
 	for _, t := range targets {
 		kv = append(kv, "target", fmt.Sprintf("%s %s/%s", t.ref.Kind, t.ref.Namespace, t.ref.Name))
 	}
@@ -226,6 +227,7 @@ type auditKey struct{}
 type auditRecord struct {
 	mu      sync.Mutex
 	targets []auditTarget
+	details []any
 }
 
 type auditTarget struct {
@@ -234,10 +236,23 @@ type auditTarget struct {
 	action string
 }
 
-func (a *auditRecord) get() []auditTarget {
+func (a *auditRecord) get() ([]auditTarget, []any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]auditTarget(nil), a.targets...)
+	return append([]auditTarget(nil), a.targets...), append([]any(nil), a.details...)
+}
+
+// RecordDetail adds a key and value to the audit line of a mutating
+// request (the command of an exec). Outside a guarded request it does
+// nothing.
+func RecordDetail(ctx context.Context, key string, value any) {
+	rec, _ := ctx.Value(auditKey{}).(*auditRecord)
+	if rec == nil {
+		return
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.details = append(rec.details, key, value)
 }
 
 // RecordTarget names the object a mutating request changed, for the audit

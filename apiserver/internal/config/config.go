@@ -73,6 +73,23 @@ type Config struct {
 	Backups         BackupsConfig         `json:"backups"`
 	Auth            AuthConfig            `json:"auth"`
 	TLS             TLSConfig             `json:"tls"`
+	Troubleshoot    TroubleshootConfig    `json:"troubleshoot"`
+}
+
+// TroubleshootConfig bounds the logs and exec routes of a vmcluster's
+// Pods (docs/troubleshooting.md).
+type TroubleshootConfig struct {
+	// LogMaxBytes is the most bytes one logs request returns (its
+	// limitBytes default and maximum).
+	LogMaxBytes int64 `json:"logMaxBytes"`
+	// LogFollowMaxDuration ends a followed log stream.
+	LogFollowMaxDuration metav1.Duration `json:"logFollowMaxDuration"`
+	// ExecAllowedCommands, when not empty, are the only executables an
+	// exec may run (exact matches of the command's first item).
+	ExecAllowedCommands []string `json:"execAllowedCommands"`
+	// ExecMaxOutputBytes bounds each of an exec's stdout and stderr; the
+	// rest is dropped and the answer says truncated.
+	ExecMaxOutputBytes int64 `json:"execMaxOutputBytes"`
 }
 
 // TLSConfig turns on HTTPS for the REST API (docs/install.md, "TLS").
@@ -220,6 +237,11 @@ func Default() *Config {
 			ClientRateLimitBurst: 100,
 			RateLimitQPS:         50,
 			RateLimitBurst:       100,
+		},
+		Troubleshoot: TroubleshootConfig{
+			LogMaxBytes:          10 << 20,
+			LogFollowMaxDuration: metav1.Duration{Duration: 10 * time.Minute},
+			ExecMaxOutputBytes:   1 << 20,
 		},
 		Flux: FluxConfig{
 			ReleaseInterval: metav1.Duration{Duration: 10 * time.Minute},
@@ -415,6 +437,10 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 
 	fs.BoolVar(&c.Auth.InsecureDisableAuth, "insecure-disable-auth", c.Auth.InsecureDisableAuth, "Serve every route without authentication or authorization. Local experiments only.")
 	fs.StringVar(&c.Auth.TokenFile, "auth-token-file", c.Auth.TokenFile, "File of hashed static bearer tokens (development; see docs/auth.md), re-read when it changes.")
+	fs.Int64Var(&c.Troubleshoot.LogMaxBytes, "log-max-bytes", c.Troubleshoot.LogMaxBytes, "Most bytes one Pod logs request returns (the default and maximum of limitBytes).")
+	fs.DurationVar(&c.Troubleshoot.LogFollowMaxDuration.Duration, "log-follow-max-duration", c.Troubleshoot.LogFollowMaxDuration.Duration, "A followed Pod log stream ends after this long.")
+	fs.StringSliceVar(&c.Troubleshoot.ExecAllowedCommands, "exec-allowed-commands", c.Troubleshoot.ExecAllowedCommands, "Comma-separated executables a Pod exec may run (exact match of the command's first item: \"ls\" allows ls found in the container's PATH, /bin/ls only that path); empty: any.")
+	fs.Int64Var(&c.Troubleshoot.ExecMaxOutputBytes, "exec-max-output-bytes", c.Troubleshoot.ExecMaxOutputBytes, "Bound of each of a Pod exec's stdout and stderr; the rest is dropped and flagged truncated.")
 	fs.StringSliceVar(&c.Auth.TokenAudiences, "auth-token-audiences", c.Auth.TokenAudiences, "Audiences a bearer token must be minted for (TokenReview); empty: the Kubernetes API server's.")
 	fs.DurationVar(&c.Auth.CacheTTL.Duration, "auth-cache-ttl", c.Auth.CacheTTL.Duration, "How long a TokenReview or SubjectAccessReview answer is reused.")
 	fs.IntVar(&c.Auth.CacheMaxEntries, "auth-cache-max-entries", c.Auth.CacheMaxEntries, "Answers each authentication and authorization cache keeps (least recently used dropped first).")
@@ -540,6 +566,9 @@ func (c *Config) Validate() error {
 	}
 	if c.RequestTimeout.Duration <= 0 || c.ShutdownTimeout.Duration <= 0 {
 		add("requestTimeout and shutdownTimeout must be positive")
+	}
+	if t := c.Troubleshoot; t.LogMaxBytes < 1024 || t.ExecMaxOutputBytes < 1024 || t.LogFollowMaxDuration.Duration <= 0 {
+		add("troubleshoot: logMaxBytes and execMaxOutputBytes must be at least 1024, logFollowMaxDuration positive")
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

@@ -46,6 +46,9 @@ type Route struct {
 	Verb     string
 	// Public routes (the OpenAPI document) are served to anyone.
 	Public bool
+	// LongRunning routes (log streams, exec) are not bounded by
+	// Options.RequestTimeout: their handlers bound themselves.
+	LongRunning bool
 }
 
 // API is a set of routes (one resource, or the OpenAPI document).
@@ -102,7 +105,8 @@ func New(opts Options, apis ...API) (*echo.Echo, error) {
 	// Metrics are labelled by route template; anything else is "unmatched",
 	// so that the label set stays bounded whatever paths clients send.
 	known := map[string]bool{}
-	e.Use(requestID, observe(opts.Logger, m, known), recoverPanic, timeout(opts.RequestTimeout), bodyLimit(opts.MaxBodyBytes))
+	longRunning := map[string]bool{}
+	e.Use(requestID, observe(opts.Logger, m, known), recoverPanic, timeout(opts.RequestTimeout, longRunning), bodyLimit(opts.MaxBodyBytes))
 
 	e.GET(PathHealthz, func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
@@ -130,6 +134,7 @@ func New(opts Options, apis ...API) (*echo.Echo, error) {
 				return nil, fmt.Errorf("route %s (%s) names no permission (Resource and Verb) and is not Public", key, r.Name)
 			}
 			known[r.Path] = true
+			longRunning[key] = r.LongRunning
 			var mw []echo.MiddlewareFunc
 			if opts.Guard != nil && !r.Public {
 				mw = append(mw, opts.Guard(r))
@@ -315,9 +320,14 @@ func recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func timeout(d time.Duration) echo.MiddlewareFunc {
+// timeout bounds the context of every request but those of the
+// longRunning routes ("METHOD path").
+func timeout(d time.Duration, longRunning map[string]bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			if longRunning[c.Request().Method+" "+c.Path()] {
+				return next(c)
+			}
 			ctx, cancel := context.WithTimeout(c.Request().Context(), d)
 			defer cancel()
 			c.SetRequest(c.Request().WithContext(ctx))

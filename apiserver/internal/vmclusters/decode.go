@@ -54,9 +54,9 @@ func ValidateVersion(v string) string {
 // The request fields. Output-only fields are accepted (so that a body
 // read with GET can be sent back with PUT) and ignored.
 var (
-	createFields  = fieldSet("name", "values", "helm_release_info", "id", "status", "status_reason", "status_message", "endpoints", "create_time", "etag", "allow_data_loss")
-	updateFields  = fieldSet("name", "values", "helm_release_info", "id", "status", "status_reason", "status_message", "endpoints", "create_time", "etag", "allow_data_loss")
-	releaseFields = fieldSet("release_name", "release_namespace", "chart", "version")
+	createFields  = fieldSet("name", "values", "values_overrides", "helm_release_info", "id", "status", "status_reason", "status_message", "endpoints", "create_time", "etag", "allow_data_loss")
+	updateFields  = fieldSet("name", "values", "values_overrides", "helm_release_info", "id", "status", "status_reason", "status_message", "endpoints", "create_time", "etag", "allow_data_loss")
+	releaseFields = fieldSet("release_name", "release_namespace", "chart", "version", "deployed_version", "last_action")
 )
 
 func fieldSet(names ...string) map[string]bool {

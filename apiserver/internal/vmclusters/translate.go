@@ -318,6 +318,8 @@ func (t Translator) View(hr *helmv2.HelmRelease, full bool) VMCluster {
 		v.HelmReleaseInfo.Chart = hr.Spec.Chart.Spec.Chart
 		v.HelmReleaseInfo.Version = hr.Spec.Chart.Spec.Version
 	}
+	v.HelmReleaseInfo.DeployedVersion = deployedVersion(hr)
+	v.HelmReleaseInfo.LastAction = lastAction(hr)
 	if st.Installed && st.Status != StatusDeleting {
 		v.Endpoints = t.RenderEndpoints(config.EndpointData{
 			Name:      hr.Name,
@@ -328,10 +330,15 @@ func (t Translator) View(hr *helmv2.HelmRelease, full bool) VMCluster {
 		})
 	}
 	if full {
-		v.Values = json.RawMessage("{}")
+		v.ValuesOverrides = json.RawMessage("{}")
 		if hr.Spec.Values != nil && len(hr.Spec.Values.Raw) > 0 {
-			v.Values = json.RawMessage(hr.Spec.Values.Raw)
+			v.ValuesOverrides = json.RawMessage(hr.Spec.Values.Raw)
 		}
+		applied := v.HelmReleaseInfo.DeployedVersion
+		if applied == "" {
+			applied = v.HelmReleaseInfo.Version
+		}
+		v.Values = t.appliedValues(v.ValuesOverrides, applied)
 	}
 	return v
 }

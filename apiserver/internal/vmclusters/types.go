@@ -26,9 +26,15 @@ type VMCluster struct {
 	StatusMessage string `json:"status_message,omitempty"`
 	// Endpoints are present once the release is installed.
 	Endpoints map[string]string `json:"endpoints"`
-	// Values are the complete Helm values applied on top of the chart's
-	// defaults. Not included in lists.
-	Values          json.RawMessage `json:"values,omitempty"`
+	// Values are the values Helm applies: the chart's defaults (of the
+	// deployed chart version, else the requested one) coalesced with the
+	// overrides, as Helm coalesces them; with a remote chart, whose
+	// defaults the server does not hold, the overrides. Not included in
+	// lists.
+	Values json.RawMessage `json:"values,omitempty"`
+	// ValuesOverrides are the values of the request alone (what POST and
+	// PUT set). Not included in lists.
+	ValuesOverrides json.RawMessage `json:"values_overrides,omitempty"`
 	HelmReleaseInfo HelmReleaseInfo `json:"helm_release_info"`
 	CreateTime      string          `json:"create_time,omitempty"`
 	// ETag changes with every change of the vmcluster's specification
@@ -42,8 +48,28 @@ type HelmReleaseInfo struct {
 	ReleaseName      string `json:"release_name"`
 	ReleaseNamespace string `json:"release_namespace"`
 	Chart            string `json:"chart"`
-	// Version is the requested chart version.
+	// Version is the requested chart version (what a PUT's
+	// helm_release_info.version sets).
 	Version string `json:"version"`
+	// DeployedVersion is the chart version Helm deployed last (the newest
+	// "deployed" entry of the HelmRelease's history; absent before the
+	// first deployment). It differs from Version while an upgrade is
+	// pending or after it failed.
+	DeployedVersion string `json:"deployed_version,omitempty"`
+	// LastAction is helm-controller's last Helm action and its result.
+	LastAction *HelmAction `json:"last_action,omitempty"`
+}
+
+// HelmAction is a Helm action (install, upgrade, ...) helm-controller
+// attempted for the release.
+type HelmAction struct {
+	Action string `json:"action"`
+	// Result is Succeeded, Failed or InProgress.
+	Result  string `json:"result"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Time is when the action ended (RFC 3339).
+	Time string `json:"time,omitempty"`
 }
 
 // ListResponse is the body of a list.

@@ -75,7 +75,7 @@ func TestVMClusterETagAndDataLoss(t *testing.T) {
 	code, _, b := s.doIfMatch(http.MethodPut, itemPath("c1"), `{"values":{"retentionPeriod":"2w"}}`, etagHeader)
 	g.Expect(code).To(Equal(http.StatusBadRequest), string(b))
 	g.Expect(violations(t, b)).To(Equal([]string{"values.retentionPeriod"}))
-	g.Expect(s.get("c1").Values).To(MatchJSON(`{"retentionPeriod":"3"}`))
+	g.Expect(s.get("c1").ValuesOverrides).To(MatchJSON(`{"retentionPeriod":"3"}`))
 	code, newETag, b := s.doIfMatch(http.MethodPut, itemPath("c1"), `{"values":{"retentionPeriod":"2w"},"allow_data_loss":true}`, etagHeader)
 	g.Expect(code).To(Equal(http.StatusAccepted), string(b))
 	g.Expect(newETag).NotTo(Equal(etagHeader))
@@ -91,7 +91,7 @@ func TestVMClusterETagAndDataLoss(t *testing.T) {
 	code, _, b = s.doIfMatch(http.MethodDelete, itemPath("c1"), "", etagHeader)
 	g.Expect(code).To(Equal(http.StatusPreconditionFailed), string(b))
 	current := s.get("c1")
-	g.Expect(current.Values).To(MatchJSON(`{"retentionPeriod":"2w"}`))
+	g.Expect(current.ValuesOverrides).To(MatchJSON(`{"retentionPeriod":"2w"}`))
 	g.Expect(current.Status).To(Equal(vmclusters.StatusRunning))
 	g.Expect(`"`+current.ETag+`"`).To(Equal(newETag), "Flux's status writes since the PUT left the etag alone")
 

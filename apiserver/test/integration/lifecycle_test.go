@@ -41,7 +41,11 @@ func TestVMClusterLifecycle(t *testing.T) {
 	g.Expect(created.ID).To(MatchRegexp(`^[0-9a-f-]{36}$`))
 	g.Expect(created.Status).To(Equal(vmclusters.StatusCreating))
 	g.Expect(created.Endpoints).To(BeEmpty())
-	g.Expect(created.Values).To(MatchJSON(`{"retentionPeriod":"7","vmstorage":{"replicaCount":2}}`))
+	g.Expect(created.ValuesOverrides).To(MatchJSON(`{"retentionPeriod":"7","vmstorage":{"replicaCount":2}}`))
+	// The chart comes from a remote repository here, whose defaults the
+	// server does not hold: values are the overrides (TestVMClusterLocalChart
+	// shows the defaults merged in).
+	g.Expect(created.Values).To(MatchJSON(created.ValuesOverrides))
 	g.Expect(created.HelmReleaseInfo).To(Equal(vmclusters.HelmReleaseInfo{ReleaseName: "c1", ReleaseNamespace: ns, Chart: "vmcluster", Version: "0.1.0"}))
 
 	hr := &helmv2.HelmRelease{}
@@ -88,7 +92,7 @@ func TestVMClusterLifecycle(t *testing.T) {
 	g.Expect(code).To(Equal(http.StatusAccepted), string(b))
 	updated := decode[vmclusters.VMCluster](t, b)
 	g.Expect(updated.Status).To(Equal(vmclusters.StatusUpdating))
-	g.Expect(updated.Values).To(MatchJSON(`{"retentionPeriod":"14"}`))
+	g.Expect(updated.ValuesOverrides).To(MatchJSON(`{"retentionPeriod":"14"}`))
 	s.waitStatus("c1", vmclusters.StatusRunning)
 	g.Eventually(func(g Gomega) {
 		data := configMap(g, ns, "c1")
@@ -104,6 +108,13 @@ func TestVMClusterLifecycle(t *testing.T) {
 	g.Expect(decode[vmclusters.VMCluster](t, b).Status).To(Equal(vmclusters.StatusUpdating))
 	upgraded := s.waitStatus("c1", vmclusters.StatusRunning)
 	g.Expect(upgraded.HelmReleaseInfo.Version).To(Equal("0.2.0"))
+	// Like the ConfigMap below, the history may show the upgrade a moment
+	// after RUNNING.
+	g.Eventually(func(g Gomega) {
+		info := s.get("c1").HelmReleaseInfo
+		g.Expect(info.DeployedVersion).To(Equal("0.2.0"), "from the HelmRelease's history")
+		g.Expect(info.LastAction).To(HaveValue(And(HaveField("Action", "upgrade"), HaveField("Result", "Succeeded"), HaveField("Time", Not(BeEmpty())))))
+	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		data := configMap(g, ns, "c1")
 		g.Expect(data).To(HaveKeyWithValue("chartVersion", "0.2.0"))

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"testing"
@@ -77,5 +78,20 @@ func TestVMClusterLocalChart(t *testing.T) {
 	s.waitStatus(created.ID, vmclusters.StatusRunning)
 	g.Eventually(func(g Gomega) {
 		g.Expect(configMap(g, ns, "local1")).To(HaveKeyWithValue("retentionPeriod", "5"))
+	}).Should(Succeed())
+	// GET: values are the chart's defaults with the overrides, as Helm
+	// applied them; the overrides alone stay in values_overrides; the
+	// deployed version and the last Helm action come from the status.
+	got := s.get("local1")
+	g.Expect(got.ValuesOverrides).To(MatchJSON(`{"retentionPeriod":"5"}`))
+	applied := map[string]any{}
+	g.Expect(json.Unmarshal(got.Values, &applied)).To(Succeed())
+	g.Expect(applied).To(HaveKeyWithValue("retentionPeriod", "5"), "the override wins")
+	g.Expect(applied).To(HaveKeyWithValue("failOnPurpose", false), "a chart default")
+	g.Expect(applied).To(HaveKeyWithValue("vmselect", HaveKeyWithValue("service", HaveKeyWithValue("type", "ClusterIP"))), "a nested chart default")
+	g.Eventually(func(g Gomega) {
+		info := s.get("local1").HelmReleaseInfo
+		g.Expect(info.DeployedVersion).To(Equal("0.1.0"))
+		g.Expect(info.LastAction).To(HaveValue(And(HaveField("Action", "install"), HaveField("Result", "Succeeded"), HaveField("Time", Not(BeEmpty())))))
 	}).Should(Succeed())
 }

@@ -1,0 +1,201 @@
+package troubleshoot
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
+	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/server"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+)
+
+// Permission resources of the routes (docs/auth.md): the tree and the
+// Pods are part of reading a vmcluster; logs and exec each have their
+// own, so that they can be granted apart (exec only to admin).
+const (
+	ResourceLogs = "vmclusters/logs"
+	ResourceExec = "vmclusters/exec"
+)
+
+// Handler binds and validates HTTP requests and calls the service.
+type Handler struct {
+	Svc *Service
+}
+
+// Routes implements server.API.
+func (h *Handler) Routes() []server.Route {
+	item := vmclusters.BasePath + "/:vmclusterId"
+	return []server.Route{
+		{Method: http.MethodGet, Path: item + "/resources", Name: "vmclusters.resources", Handler: h.tree, Resource: vmclusters.Resource, Verb: "get"},
+		{Method: http.MethodGet, Path: item + "/pods", Name: "vmclusters.pods.list", Handler: h.pods, Resource: vmclusters.Resource, Verb: "get"},
+		{Method: http.MethodGet, Path: item + "/pods/:pod/logs", Name: "vmclusters.pods.logs", Handler: h.logs, Resource: ResourceLogs, Verb: "get", LongRunning: true},
+		{Method: http.MethodPost, Path: item + "/pods/:pod/exec", Name: "vmclusters.pods.exec", Handler: h.exec, Resource: ResourceExec, Verb: "create", LongRunning: true},
+	}
+}
+
+func (h *Handler) tree(c echo.Context) error {
+	t, err := h.Svc.Tree(c.Request().Context(), c.Param("vmclusterId"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, t)
+}
+
+// podsPageToken is the cursor of a Pods page: the name it starts after.
+type podsPageToken struct {
+	After string `json:"a"`
+}
+
+func encodePageToken(after string) string { return pagetoken.Encode(podsPageToken{After: after}) }
+
+func (h *Handler) pods(c echo.Context) error {
+	q := c.QueryParams()
+	size, after := pagetoken.DefaultPageSize, ""
+	var vs []apierror.FieldViolation
+	if s := q.Get("page_size"); s != "" {
+		n, err := strconv.Atoi(s)
+		switch {
+		case err != nil:
+			vs = append(vs, apierror.Violation("page_size", "must be an integer"))
+		case n < 0 || n > pagetoken.MaxPageSize:
+			vs = append(vs, apierror.Violation("page_size", "must be between 0 and %d", pagetoken.MaxPageSize))
+		case n > 0:
+			size = n
+		}
+	}
+	if tok := q.Get("page_token"); tok != "" {
+		var t podsPageToken
+		if err := pagetoken.Decode(tok, &t); err != nil || t.After == "" {
+			vs = append(vs, apierror.Violation("page_token", "%v", pagetoken.ErrInvalid))
+		}
+		after = t.After
+	}
+	if len(vs) > 0 {
+		return apierror.InvalidArgument("the list request is invalid", vs...)
+	}
+	out, err := h.Svc.Pods(c.Request().Context(), c.Param("vmclusterId"), size, after)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// ParseLogs validates the logs query (one violation per bad parameter).
+// limitBytes defaults to, and may not exceed, max.
+func ParseLogs(q url.Values, max int64) (LogRequest, *apierror.Error) {
+	req := LogRequest{Container: q.Get("container"), LimitBytes: max}
+	var vs []apierror.FieldViolation
+	positive := func(name string, limit int64) *int64 {
+		s := q.Get(name)
+		if s == "" {
+			return nil
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 1 || n > limit {
+			vs = append(vs, apierror.Violation(name, "must be an integer between 1 and %d", limit))
+			return nil
+		}
+		return &n
+	}
+	boolean := func(name string) bool {
+		s := q.Get(name)
+		if s == "" {
+			return false
+		}
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			vs = append(vs, apierror.Violation(name, "must be true or false"))
+		}
+		return b
+	}
+	req.TailLines = positive("tailLines", 1_000_000)
+	req.SinceSeconds = positive("sinceSeconds", 366*24*3600)
+	if n := positive("limitBytes", max); n != nil {
+		req.LimitBytes = *n
+	}
+	req.Previous, req.Timestamps, req.Follow = boolean("previous"), boolean("timestamps"), boolean("follow")
+	if len(vs) > 0 {
+		return LogRequest{}, apierror.InvalidArgument("the logs request is invalid", vs...)
+	}
+	return req, nil
+}
+
+// logs answers text/plain. Without follow the log is read first, so an
+// error is an ordinary error body. With follow=true the body is streamed
+// (chunked transfer encoding, flushed as lines arrive) until the
+// container's log ends, limitBytes is reached, the client goes away or
+// the server's --log-follow-max-duration passes; the response is a 200
+// whose body simply ends then.
+func (h *Handler) logs(c echo.Context) error {
+	req, verr := ParseLogs(c.QueryParams(), h.Svc.MaxLogBytes)
+	if verr != nil {
+		return verr
+	}
+	ctx := c.Request().Context()
+	var cancel func()
+	if req.Follow {
+		deadline := time.Now().Add(h.Svc.FollowMaxDuration)
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		extendDeadlines(c.Response().Writer, deadline.Add(5*time.Second))
+	} else {
+		ctx, cancel = context.WithDeadline(ctx, time.Now().Add(h.Svc.RequestTimeout()))
+	}
+	defer cancel()
+	rc, err := h.Svc.Logs(ctx, c.Param("vmclusterId"), c.Param("pod"), req)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, echo.MIMETextPlainCharsetUTF8)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if !req.Follow {
+		body, err := io.ReadAll(rc)
+		if err != nil {
+			return apierror.Unavailable("reading the log failed; retry the request").WithCause(err)
+		}
+		return c.Blob(http.StatusOK, echo.MIMETextPlainCharsetUTF8, body)
+	}
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+	// The status is sent: a failure now only ends the body.
+	_ = copyFlushing(w, w.Flush, rc)
+	return nil
+}
+
+func (h *Handler) exec(c echo.Context) error {
+	body, err := server.ReadBody(c)
+	if err != nil {
+		return err
+	}
+	var req ExecRequest
+	if verr := jsonbody.Decode(body, &req); verr != nil {
+		return verr
+	}
+	ctx := c.Request().Context()
+	// The audit line records the command, allowed or not.
+	auth.RecordDetail(ctx, "command", req.Command)
+	if verr := ValidateExec(&req, h.Svc.ExecAllowed); verr != nil {
+		return verr
+	}
+	auth.RecordDetail(ctx, "container", req.Container)
+	timeout := time.Duration(req.TimeoutSeconds)*time.Second + 10*time.Second
+	extendDeadlines(c.Response().Writer, time.Now().Add(timeout+5*time.Second))
+	ctx, cancel := context.WithDeadline(ctx, time.Now().Add(timeout))
+	defer cancel()
+	res, err := h.Svc.Exec(ctx, c.Param("vmclusterId"), c.Param("pod"), req)
+	if err != nil {
+		return err
+	}
+	auth.RecordDetail(ctx, "exitCode", res.ExitCode)
+	return c.JSON(http.StatusOK, res)
+}
