@@ -30,28 +30,18 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	p := &mock.Provider{Client: env.Client, Faults: faults}
-	err = p.Seed(context.Background(), cloud.ClusterRef{Provider: cloud.Mock, Name: "dev-cluster", Region: "local"}, mock.ClusterState{
-		Version: "1.29",
-		NodeGroups: map[string]*mock.NodeGroupState{
-			"observability-ng": {Size: 2, InstanceTypes: []string{"m5.xlarge"}},
-			"vmstorage":        {Size: 3, InstanceTypes: []string{"r5.xlarge"}, Taints: []cloud.Taint{{Key: "dedicated", Value: "vmstorage", Effect: "NoSchedule"}}},
-		},
-		Addons: map[string]*mock.AddonState{"vpc-cni": {Version: "v1.18.3", AvailableVersions: []string{"v1.18.3", "v1.18.5-eksbuild.1"}}},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(testenv.RunMain(m, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme}}, func(e *testenv.Environment) error {
+		env = e
+		p := &mock.Provider{Client: env.Client, Faults: faults}
+		return p.Seed(context.Background(), cloud.ClusterRef{Provider: cloud.Mock, Name: "dev-cluster", Region: "local"}, mock.ClusterState{
+			Version: "1.29",
+			NodeGroups: map[string]*mock.NodeGroupState{
+				"observability-ng": {Size: 2, InstanceTypes: []string{"m5.xlarge"}},
+				"vmstorage":        {Size: 3, InstanceTypes: []string{"r5.xlarge"}, Taints: []cloud.Taint{{Key: "dedicated", Value: "vmstorage", Effect: "NoSchedule"}}},
+			},
+			Addons: map[string]*mock.AddonState{"vpc-cni": {Version: "v1.18.3", AvailableVersions: []string{"v1.18.3", "v1.18.5-eksbuild.1"}}},
+		})
+	}))
 }
 
 type api struct {

@@ -1,0 +1,26 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+// RunMain is the TestMain of a package whose tests share one Environment:
+// it starts the Environment with opts, hands it to set (which keeps it in
+// the package's variable and does the package's own setup; an error fails
+// the run), runs the tests and stops the Environment. It returns the exit
+// code for os.Exit; what failed before the tests ran is written to stderr.
+func RunMain(m *testing.M, opts Options, set func(*Environment) error) int {
+	env, err := Start(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	if err := set(env); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
