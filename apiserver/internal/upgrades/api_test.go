@@ -18,6 +18,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
+	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades/upgradestest"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
@@ -140,16 +141,11 @@ func violations(b []byte) []string {
 	return out
 }
 
-const seedRequest = `{
-  "k8sClusterName": "dev-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.30",
-  "schedule": "2026-05-06T12:00:00Z",
-  "clusterAddons": [{"name": "vpc-cni", "version": "v1.18.5-eksbuild.1", "resolveConflicts": "PRESERVE"}],
-  "nodeGroupUpgrades": [
-    {"nodeGroupName": "observability-ng", "strategy": "in-place", "requiresVMStorageRollout": false},
-    {"nodeGroupName": "vmstorage", "strategy": "blue-green", "requiresVMStorageRollout": true,
-     "newNodeGroupName": "vmstorage-130", "vmClusterHelmValues": {"vmstorage": {"replicaCount": 3}}}
-  ]
-}`
+// seedRequest is upgradestest.ValidBody on the cluster TestMain seeds in
+// the simulated cloud.
+var seedRequest = upgradestest.Mutate(func(m map[string]any) {
+	m["k8sClusterName"], m["region"], m["cloudProvider"] = "dev-cluster", "local", "mock"
+})
 
 func TestCreateGetAndDryRun(t *testing.T) {
 	g := NewWithT(t)
