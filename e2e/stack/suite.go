@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"testing"
 	"time"
 
 	"github.com/tidbcloud/ops-server/operator/testenv"
@@ -17,7 +16,7 @@ import (
 // the tests, calls onFailure when they fail, then stops the stack and
 // removes the state directory. It returns the exit code for os.Exit.
 // When the stack does not start, it writes the logs of what did.
-func RunSuite(m *testing.M, prefix string, st **Stack, onFailure func()) int {
+func RunSuite(m testenv.M, prefix string, st **Stack, onFailure func()) int {
 	if err := BuildBinaries(); err != nil {
 		fmt.Fprintln(os.Stderr, "building ops-apiserver and ops-operator:", err)
 		return 1
