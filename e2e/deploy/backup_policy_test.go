@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -25,16 +24,7 @@ func TestClusterBackupNamespacePolicy(t *testing.T) {
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
 	other := env.NewNamespace(t)
-	// A release name of its own: the policy is cluster-scoped and must not
-	// collide with other tests' renders.
-	res := renderChart(t, "backup-policy", ns, nil)
-	name := "backup-policy-ops-server-clusterbackup-namespace"
-	policy := find(t, res.Objects, "ValidatingAdmissionPolicy", name)
-	binding := find(t, res.Objects, "ValidatingAdmissionPolicyBinding", name)
-	for _, obj := range []*unstructured.Unstructured{policy, binding} {
-		g.Expect(apply(ctx, obj, false)).To(Succeed())
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
-	}
+	name := applyPolicy(t, "backup-policy", ns, "ops-server-clusterbackup-namespace")
 
 	backup := func(vmclusterNamespace string) *opsv1.ClusterBackup {
 		return &opsv1.ClusterBackup{

@@ -162,6 +162,24 @@ func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *u
 	return nil
 }
 
+// applyPolicy renders the chart as release in ns and applies its
+// ValidatingAdmissionPolicy "<release>-<policy>" and the binding of that
+// name until the test ends; it returns the name. A release name of its
+// own keeps the cluster-scoped policy from colliding with other tests'.
+func applyPolicy(t *testing.T, release, ns, policy string) string {
+	t.Helper()
+	res := renderChart(t, release, ns, nil)
+	name := release + "-" + policy
+	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		obj := find(t, res.Objects, kind, name)
+		if err := apply(context.Background(), obj, false); err != nil {
+			t.Fatalf("applying %s %s: %v", kind, name, err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
+	}
+	return name
+}
+
 // impersonate returns a client configuration acting as the ServiceAccount
 // namespace/name (and its groups), as a Pod running with it would.
 func impersonate(namespace, name string) *rest.Config {

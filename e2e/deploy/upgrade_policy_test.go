@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -22,14 +21,7 @@ func TestUpgradeRolloutNamespacePolicy(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
-	res := renderChart(t, "upgrade-policy", ns, nil)
-	name := "upgrade-policy-ops-server-upgrade-rollout-namespace"
-	for _, obj := range []*unstructured.Unstructured{
-		find(t, res.Objects, "ValidatingAdmissionPolicy", name), find(t, res.Objects, "ValidatingAdmissionPolicyBinding", name),
-	} {
-		g.Expect(apply(ctx, obj, false)).To(Succeed())
-		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
-	}
+	name := applyPolicy(t, "upgrade-policy", ns, "ops-server-upgrade-rollout-namespace")
 	op := func(target *opsv1.VMClusterReference) *opsv1.ClusterUpgradeOperation {
 		return &opsv1.ClusterUpgradeOperation{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "u-"},

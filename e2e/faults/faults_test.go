@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -22,7 +21,6 @@ import (
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
-	"github.com/tidbcloud/ops-server/operator/testenv"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
 )
@@ -30,41 +28,7 @@ import (
 var st *stack.Stack
 
 func TestMain(m *testing.M) {
-	if err := stack.BuildBinaries(); err != nil {
-		fmt.Fprintln(os.Stderr, "building ops-apiserver and ops-operator:", err)
-		os.Exit(1)
-	}
-	state, err := os.MkdirTemp("", "ops-faults-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	port, err := testenv.FreePort()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	st, err = stack.Start(ctx, stack.Options{
-		StateDir: state, Out: os.Stderr, WithOperator: true, APIAddress: fmt.Sprintf("127.0.0.1:%d", port),
-	})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the stack:", err)
-		if st != nil {
-			st.Stop()
-		}
-		os.Exit(1)
-	}
-	code := m.Run()
-	if code != 0 {
-		for _, p := range st.Processes() {
-			fmt.Fprintf(os.Stderr, "----- %s (%s)\n%s\n", p.Name, p.LogPath, p.Log(4000))
-		}
-	}
-	st.Stop()
-	_ = os.RemoveAll(state)
-	os.Exit(code)
+	os.Exit(stack.RunSuite(m, "ops-faults-", &st, func() { st.WriteLogs(os.Stderr, 4000) }))
 }
 
 // rest sends one REST request to ops-apiserver and decodes the answer.

@@ -184,22 +184,10 @@ func TestVMClusterBacked(t *testing.T) {
 	c := s.Env.Client
 	ns := s.Env.NewNamespace(t)
 
-	vmc := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "operator.victoriametrics.com/v1beta1",
-		"kind":       "VMCluster",
-		"metadata":   map[string]any{"namespace": ns, "name": "data"},
-		"spec": map[string]any{
-			"retentionPeriod":   "1",
-			"replicationFactor": int64(1),
-			"vmstorage": map[string]any{
-				"replicaCount": int64(1),
-				"storage":      map[string]any{"emptyDir": map[string]any{}},
-			},
-			"vmselect": map[string]any{"replicaCount": int64(1)},
-			"vminsert": map[string]any{"replicaCount": int64(1)},
-		},
-	}}
-	g.Expect(c.Create(ctx, vmc)).To(Succeed())
+	createVMCluster(g, c, ns, "data", map[string]any{"storage": map[string]any{"emptyDir": map[string]any{}}}, map[string]any{
+		"vmselect": map[string]any{"replicaCount": int64(1)},
+		"vminsert": map[string]any{"replicaCount": int64(1)},
+	})
 
 	// Every Pod of the three components is Ready with its process.
 	backedPods := func(g Gomega) map[string]corev1.Pod {

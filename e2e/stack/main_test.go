@@ -2,7 +2,6 @@ package stack
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -36,9 +35,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if shared != nil {
 		if code != 0 {
-			for _, p := range shared.Processes() {
-				fmt.Fprintf(os.Stderr, "----- %s (%s)\n%s\n", p.Name, p.LogPath, p.Log(6000))
-			}
+			shared.WriteLogs(os.Stderr, 6000)
 		}
 		shared.Stop()
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/onsi/gomega/gbytes"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	kwokv1 "sigs.k8s.io/kwok/pkg/apis/v1alpha1"
 
@@ -101,20 +100,7 @@ func TestKubectlLogsAndExec(t *testing.T) {
 		return string(out), nil
 	}
 
-	vmc := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "operator.victoriametrics.com/v1beta1",
-		"kind":       "VMCluster",
-		"metadata":   map[string]any{"namespace": ns, "name": "io"},
-		"spec": map[string]any{
-			"retentionPeriod":   "1",
-			"replicationFactor": int64(1),
-			"vmstorage": map[string]any{
-				"replicaCount": int64(1),
-				"nodeSelector": map[string]any{"node-role.observability/vmstorage": "true"},
-			},
-		},
-	}}
-	g.Expect(c.Create(ctx, vmc)).To(Succeed())
+	createVMCluster(g, c, ns, "io", map[string]any{"nodeSelector": onVMStorageNodes}, nil)
 
 	var pod corev1.Pod
 	g.Eventually(func(g Gomega) {

@@ -210,6 +210,14 @@ func (s *Stack) Processes() []*testenv.Process {
 	return out
 }
 
+// WriteLogs writes the last tail bytes of every child process's log to w,
+// for a failure to be explained.
+func (s *Stack) WriteLogs(w io.Writer, tail int) {
+	for _, p := range s.Processes() {
+		fmt.Fprintf(w, "----- %s (%s)\n%s\n", p.Name, p.LogPath, p.Log(tail))
+	}
+}
+
 // Stop stops everything the stack started, in reverse order.
 func (s *Stack) Stop() {
 	var errs []error

@@ -2,7 +2,6 @@ package stack
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tidbcloud/ops-server/operator/testenv"
 )
 
 // ImportURL is the Prometheus text import path of a vminsert beside its
@@ -51,22 +52,6 @@ func WriteSamples(ctx context.Context, importURL, metric string, series, perSeri
 // result.
 func QueryScalar(ctx context.Context, prometheus, query string) (float64, error) {
 	u := prometheus + "/api/v1/query?" + url.Values{"query": {query}}.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET %s: %s: %s", u, resp.Status, body)
-	}
 	var out struct {
 		Data struct {
 			Result []struct {
@@ -74,11 +59,11 @@ func QueryScalar(ctx context.Context, prometheus, query string) (float64, error)
 			} `json:"result"`
 		} `json:"data"`
 	}
-	if err := json.Unmarshal(body, &out); err != nil {
-		return 0, fmt.Errorf("GET %s: %w", u, err)
+	if err := testenv.GetJSON(ctx, nil, u, &out); err != nil {
+		return 0, err
 	}
 	if len(out.Data.Result) != 1 {
-		return 0, fmt.Errorf("%s: %d results, want 1: %s", query, len(out.Data.Result), body)
+		return 0, fmt.Errorf("%s: %d results, want 1: %v", query, len(out.Data.Result), out.Data.Result)
 	}
 	s, _ := out.Data.Result[0].Value[1].(string)
 	return strconv.ParseFloat(s, 64)

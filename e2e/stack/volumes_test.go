@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -212,23 +211,12 @@ func TestVMClusterStorageOnVolume(t *testing.T) {
 	c := s.Env.Client
 	ns := s.Env.NewNamespace(t)
 
-	vmc := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "operator.victoriametrics.com/v1beta1",
-		"kind":       "VMCluster",
-		"metadata":   map[string]any{"namespace": ns, "name": "vol"},
-		"spec": map[string]any{
-			"retentionPeriod":   "1",
-			"replicationFactor": int64(1),
-			"vmstorage": map[string]any{
-				"replicaCount": int64(1),
-				"nodeSelector": map[string]any{"node-role.observability/vmstorage": "true"},
-				"storage": map[string]any{"volumeClaimTemplate": map[string]any{"spec": map[string]any{
-					"resources": map[string]any{"requests": map[string]any{"storage": "2Gi"}},
-				}}},
-			},
-		},
-	}}
-	g.Expect(c.Create(ctx, vmc)).To(Succeed())
+	createVMCluster(g, c, ns, "vol", map[string]any{
+		"nodeSelector": onVMStorageNodes,
+		"storage": map[string]any{"volumeClaimTemplate": map[string]any{"spec": map[string]any{
+			"resources": map[string]any{"requests": map[string]any{"storage": "2Gi"}},
+		}}},
+	}, nil)
 
 	// podData waits for the vmstorage Pod's process and returns the Pod and
 	// the directory of its claim's volume.

@@ -7,7 +7,6 @@ package stories
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -27,41 +25,9 @@ import (
 var st *stack.Stack
 
 func TestMain(m *testing.M) {
-	// The suite runs the binaries a user runs: build them fresh into bin/.
-	if err := stack.BuildBinaries(); err != nil {
-		fmt.Fprintln(os.Stderr, "building ops-apiserver and ops-operator:", err)
-		os.Exit(1)
-	}
-	state, err := os.MkdirTemp("", "ops-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	port, err := testenv.FreePort()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	st, err = stack.Start(ctx, stack.Options{
-		StateDir: state, Out: os.Stderr, WithOperator: true, APIAddress: fmt.Sprintf("127.0.0.1:%d", port),
-	})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the stack:", err)
-		if st != nil {
-			dumpLogs()
-			st.Stop()
-		}
-		os.Exit(1)
-	}
-	code := m.Run()
-	if code != 0 {
-		dump()
-	}
-	st.Stop()
-	_ = os.RemoveAll(state)
-	os.Exit(code)
+	// The suite runs the binaries a user runs: RunSuite builds them fresh
+	// into bin/.
+	os.Exit(stack.RunSuite(m, "ops-e2e-", &st, dump))
 }
 
 // dump prints what a failure needs to be explained: the ops objects,
@@ -78,13 +44,7 @@ func dump() {
 		out, _ := kubectl(args...)
 		fmt.Fprintf(os.Stderr, "----- kubectl %s\n%s\n", strings.Join(args, " "), out)
 	}
-	dumpLogs()
-}
-
-func dumpLogs() {
-	for _, p := range st.Processes() {
-		fmt.Fprintf(os.Stderr, "----- %s (%s)\n%s\n", p.Name, p.LogPath, p.Log(6000))
-	}
+	st.WriteLogs(os.Stderr, 6000)
 }
 
 func kubectl(args ...string) (string, error) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
+	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades/upgradestest"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
@@ -30,28 +31,18 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	p := &mock.Provider{Client: env.Client, Faults: faults}
-	err = p.Seed(context.Background(), cloud.ClusterRef{Provider: cloud.Mock, Name: "dev-cluster", Region: "local"}, mock.ClusterState{
-		Version: "1.29",
-		NodeGroups: map[string]*mock.NodeGroupState{
-			"observability-ng": {Size: 2, InstanceTypes: []string{"m5.xlarge"}},
-			"vmstorage":        {Size: 3, InstanceTypes: []string{"r5.xlarge"}, Taints: []cloud.Taint{{Key: "dedicated", Value: "vmstorage", Effect: "NoSchedule"}}},
-		},
-		Addons: map[string]*mock.AddonState{"vpc-cni": {Version: "v1.18.3", AvailableVersions: []string{"v1.18.3", "v1.18.5-eksbuild.1"}}},
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(testenv.RunMain(m, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme}}, func(e *testenv.Environment) error {
+		env = e
+		p := &mock.Provider{Client: env.Client, Faults: faults}
+		return p.Seed(context.Background(), cloud.ClusterRef{Provider: cloud.Mock, Name: "dev-cluster", Region: "local"}, mock.ClusterState{
+			Version: "1.29",
+			NodeGroups: map[string]*mock.NodeGroupState{
+				"observability-ng": {Size: 2, InstanceTypes: []string{"m5.xlarge"}},
+				"vmstorage":        {Size: 3, InstanceTypes: []string{"r5.xlarge"}, Taints: []cloud.Taint{{Key: "dedicated", Value: "vmstorage", Effect: "NoSchedule"}}},
+			},
+			Addons: map[string]*mock.AddonState{"vpc-cni": {Version: "v1.18.3", AvailableVersions: []string{"v1.18.3", "v1.18.5-eksbuild.1"}}},
+		})
+	}))
 }
 
 type api struct {
@@ -150,16 +141,11 @@ func violations(b []byte) []string {
 	return out
 }
 
-const seedRequest = `{
-  "k8sClusterName": "dev-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.30",
-  "schedule": "2026-05-06T12:00:00Z",
-  "clusterAddons": [{"name": "vpc-cni", "version": "v1.18.5-eksbuild.1", "resolveConflicts": "PRESERVE"}],
-  "nodeGroupUpgrades": [
-    {"nodeGroupName": "observability-ng", "strategy": "in-place", "requiresVMStorageRollout": false},
-    {"nodeGroupName": "vmstorage", "strategy": "blue-green", "requiresVMStorageRollout": true,
-     "newNodeGroupName": "vmstorage-130", "vmClusterHelmValues": {"vmstorage": {"replicaCount": 3}}}
-  ]
-}`
+// seedRequest is upgradestest.ValidBody on the cluster TestMain seeds in
+// the simulated cloud.
+var seedRequest = upgradestest.Mutate(func(m map[string]any) {
+	m["k8sClusterName"], m["region"], m["cloudProvider"] = "dev-cluster", "local", "mock"
+})
 
 func TestCreateGetAndDryRun(t *testing.T) {
 	g := NewWithT(t)

@@ -48,15 +48,8 @@ var env *testenv.Environment
 const adminToken = "authz-test-admin-token"
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(testenv.RunMain(m, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme}},
+		func(e *testenv.Environment) error { env = e; return nil }))
 }
 
 // auditLog collects the apiserver's audit lines.

@@ -7,7 +7,6 @@ package security
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -39,15 +38,8 @@ var env *testenv.Environment
 const adminToken = "security-test-admin-token"
 
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(testenv.RunMain(m, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme}},
+		func(e *testenv.Environment) error { env = e; return nil }))
 }
 
 // fixture is one ops-apiserver serving its own namespace on the suite's

@@ -154,23 +154,11 @@ func countSeries(vmselect string) (int, error) {
 		"start":   {strconv.FormatInt(time.Now().Add(-24*time.Hour).Unix(), 10)},
 		"end":     {strconv.FormatInt(time.Now().Unix(), 10)},
 	}
-	resp, err := httpc.Get(vmselect + "/select/0/prometheus/api/v1/series?" + q.Encode())
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("series API: %d %s", resp.StatusCode, body)
-	}
 	var out struct {
 		Status string              `json:"status"`
 		Data   []map[string]string `json:"data"`
 	}
-	if err := json.Unmarshal(body, &out); err != nil {
+	if err := testenv.GetJSON(context.Background(), httpc, vmselect+"/select/0/prometheus/api/v1/series?"+q.Encode(), &out); err != nil {
 		return 0, err
 	}
 	return len(out.Data), nil
@@ -180,15 +168,6 @@ func countSeries(vmselect string) (int, error) {
 // finds (sum over series of count_over_time over the last day).
 func countSamples(vmselect string) (int, error) {
 	q := url.Values{"query": {"sum(count_over_time(" + metricName + "[1d]))"}, "nocache": {"1"}}
-	resp, err := httpc.Get(vmselect + "/select/0/prometheus/api/v1/query?" + q.Encode())
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, err
-	}
 	var out struct {
 		Data struct {
 			Result []struct {
@@ -196,8 +175,8 @@ func countSamples(vmselect string) (int, error) {
 			} `json:"result"`
 		} `json:"data"`
 	}
-	if err := json.Unmarshal(body, &out); err != nil {
-		return 0, fmt.Errorf("%w: %s", err, body)
+	if err := testenv.GetJSON(context.Background(), httpc, vmselect+"/select/0/prometheus/api/v1/query?"+q.Encode(), &out); err != nil {
+		return 0, err
 	}
 	if len(out.Data.Result) == 0 || len(out.Data.Result[0].Value) != 2 {
 		return 0, nil

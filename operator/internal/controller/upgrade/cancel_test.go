@@ -6,10 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	policyv1 "k8s.io/api/policy/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -27,15 +24,7 @@ func TestCancelUncordons(t *testing.T) {
 	f := newCloud(t, "cnl", 0, seed("cnl-old"))
 	kubeletLoop(t, ns)
 	workload(t, ns, "cnl-old", 2, map[string]string{"app": "db"})
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MinAvailable: ptrIntStr(intstr.FromInt32(2)),
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
-		},
-	}
-	g.Expect(env.Client.Create(ctx, pdb)).To(Succeed())
-	setPDBStatus(g, pdb, 0)
+	blockingPDB(g, ns)
 
 	old := nodesOf(g, "cnl-old")
 	g.Expect(old).To(HaveLen(2))

@@ -36,15 +36,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.InfoLevel)))
-	var err error
-	env, err = testenv.Start(testenv.Options{AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	os.Exit(testenv.RunMain(m, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme}},
+		func(e *testenv.Environment) error { env = e; return nil }))
 }
 
 // cloudFixture is one simulated cloud shared by the operators a test starts

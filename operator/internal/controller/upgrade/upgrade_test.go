@@ -353,15 +353,7 @@ func TestPodDisruptionBudgetBlocksDrain(t *testing.T) {
 		startOperator(t, ns, f, func(o *manager.Options) { o.Upgrade.DrainTimeout = drainTimeout })
 		kubeletLoop(t, ns)
 		workload(t, ns, name+"-old", 2, map[string]string{"app": "db"})
-		pdb := &policyv1.PodDisruptionBudget{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
-			Spec: policyv1.PodDisruptionBudgetSpec{
-				MinAvailable: ptrIntStr(intstr.FromInt32(2)),
-				Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
-			},
-		}
-		g.Expect(env.Client.Create(ctx, pdb)).To(Succeed())
-		setPDBStatus(g, pdb, 0)
+		pdb := blockingPDB(g, ns)
 		op := newOp(ns, name, f, func(s *opsv1.ClusterUpgradeOperationSpec) {
 			s.NodeGroupUpgrades = []opsv1.NodeGroupUpgrade{{NodeGroupName: name + "-old", Strategy: opsv1.StrategyBlueGreen, NewNodeGroupName: name + "-new"}}
 		})
@@ -404,6 +396,21 @@ func TestPodDisruptionBudgetBlocksDrain(t *testing.T) {
 }
 
 func ptrIntStr(v intstr.IntOrString) *intstr.IntOrString { return &v }
+
+// blockingPDB creates PodDisruptionBudget db in ns: at least 2 of the
+// app=db Pods available, no disruption allowed yet.
+func blockingPDB(g Gomega, ns string) *policyv1.PodDisruptionBudget {
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MinAvailable: ptrIntStr(intstr.FromInt32(2)),
+			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		},
+	}
+	g.Expect(env.Client.Create(context.Background(), pdb)).To(Succeed())
+	setPDBStatus(g, pdb, 0)
+	return pdb
+}
 
 // setPDBStatus plays the disruption controller (kube-controller-manager
 // does not run in the test control plane).
