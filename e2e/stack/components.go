@@ -160,16 +160,20 @@ func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
 	if err := s.issueToken(ctx); err != nil {
 		return err
 	}
-	repoPort, err := testenv.FreePort()
-	if err != nil {
-		return err
+	repoAddr := s.chartRepoAddr
+	if repoAddr == "" {
+		repoPort, err := testenv.FreePort()
+		if err != nil {
+			return err
+		}
+		repoAddr = fmt.Sprintf("127.0.0.1:%d", repoPort)
 	}
 	p, err := testenv.StartProcess("ops-apiserver", s.logDir, append([]string{
 		"--listen-address=" + addr,
 		"--kubeconfig=" + s.Env.KubeconfigPath,
 		"--namespace=observability",
 		"--chart-dir=" + filepath.Join(root, "deploy", "charts", "vmcluster"),
-		fmt.Sprintf("--local-repository-listen-address=127.0.0.1:%d", repoPort),
+		"--local-repository-listen-address=" + repoAddr,
 		"--log-format=console",
 		"--enable-mock-cloud",
 		"--backup-fs-roots=" + s.BackupRoot(),

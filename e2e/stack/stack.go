@@ -43,7 +43,17 @@ type Options struct {
 	// of the backed Pods (a free port when empty; `make dev` uses
 	// ServicesAddress). The endpoints ops-apiserver shows point there.
 	ServicesAddress string
+	// ChartRepositoryAddress is where ops-apiserver serves the baked-in
+	// chart to the source-controller (a free port when empty; `make dev`
+	// uses ChartRepositoryAddress). The HelmRepository of every vmcluster
+	// keeps this URL, so a stack started again on the same state must
+	// serve the chart at the same address.
+	ChartRepositoryAddress string
 }
+
+// ChartRepositoryAddress is the chart repository address of `make dev`
+// (ops-apiserver's own default).
+const ChartRepositoryAddress = "127.0.0.1:8089"
 
 // Namespace is where the stack keeps vmclusters and upgrade operations.
 const Namespace = "observability"
@@ -72,8 +82,9 @@ type Stack struct {
 	// backer runs a real process for each vmstorage, vminsert and
 	// vmselect Pod, and the Service proxy on servicesAddr (see backer.go,
 	// services.go); started with ops-operator.
-	backer       *podBacker
-	servicesAddr string
+	backer        *podBacker
+	servicesAddr  string
+	chartRepoAddr string
 	// podIO serves kubectl logs/exec of backed Pods through kwok (see
 	// podio.go); started with kwok.
 	podIO *podIO
@@ -94,7 +105,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Stack{stateDir: state, logDir: filepath.Join(state, "logs"), out: o.Out, apiServerArgs: o.APIServerArgs, servicesAddr: o.ServicesAddress}
+	s = &Stack{stateDir: state, logDir: filepath.Join(state, "logs"), out: o.Out, apiServerArgs: o.APIServerArgs, servicesAddr: o.ServicesAddress, chartRepoAddr: o.ChartRepositoryAddress}
 	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
 		return nil, err
 	}

@@ -20,18 +20,19 @@ func main() {
 	stateDir := flag.String("state-dir", ".dev", "directory for the local stack's state (etcd data), kubeconfig and logs")
 	addr := flag.String("listen-address", stack.APIAddress, "address of the REST API")
 	services := flag.String("services-address", stack.ServicesAddress, "address where the Services of the vmclusters are published (/<namespace>/<service>/...)")
+	charts := flag.String("chart-repository-address", stack.ChartRepositoryAddress, "address where ops-apiserver serves the baked-in chart to the source-controller (kept in every vmcluster's HelmRepository: keep it between runs)")
 	flag.Parse()
-	if err := run(*stateDir, *addr, *services); err != nil {
+	if err := run(*stateDir, *addr, *services, *charts); err != nil {
 		fmt.Fprintln(os.Stderr, "ops-dev:", err)
 		os.Exit(1)
 	}
 }
 
-func run(stateDir, addr, services string) error {
+func run(stateDir, addr, services, charts string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	s, err := stack.Start(ctx, stack.Options{StateDir: stateDir, Out: os.Stdout, WithOperator: true, APIAddress: addr, ServicesAddress: services})
+	s, err := stack.Start(ctx, stack.Options{StateDir: stateDir, Out: os.Stdout, WithOperator: true, APIAddress: addr, ServicesAddress: services, ChartRepositoryAddress: charts})
 	if err != nil {
 		return err
 	}
