@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/events"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
 	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
@@ -37,6 +38,7 @@ func (h *Handler) Routes() []server.Route {
 	return []server.Route{
 		{Method: http.MethodGet, Path: item + "/resources", Name: "vmclusters.resources", Handler: h.tree, Resource: vmclusters.Resource, Verb: "get"},
 		{Method: http.MethodGet, Path: item + "/pods", Name: "vmclusters.pods.list", Handler: h.pods, Resource: vmclusters.Resource, Verb: "get"},
+		{Method: http.MethodGet, Path: item + "/events", Name: "vmclusters.events", Handler: h.events, Resource: vmclusters.Resource, Verb: "get"},
 		{Method: http.MethodGet, Path: item + "/pods/:pod/logs", Name: "vmclusters.pods.logs", Handler: h.logs, Resource: ResourceLogs, Verb: "get", LongRunning: true},
 		{Method: http.MethodPost, Path: item + "/pods/:pod/exec", Name: "vmclusters.pods.exec", Handler: h.exec, Resource: ResourceExec, Verb: "create", LongRunning: true},
 	}
@@ -50,6 +52,18 @@ func (h *Handler) tree(c echo.Context) error {
 	return c.JSON(http.StatusOK, t)
 }
 
+func (h *Handler) events(c echo.Context) error {
+	q, verr := events.Parse(c.QueryParams(), h.Svc.now())
+	if verr != nil {
+		return verr
+	}
+	out, err := h.Svc.Events(c.Request().Context(), c.Param("vmclusterId"), q)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
 // podsPageToken is the cursor of a Pods page: the name it starts after.
 type podsPageToken struct {
 	After string `json:"a"`
@@ -59,18 +73,11 @@ func encodePageToken(after string) string { return pagetoken.Encode(podsPageToke
 
 func (h *Handler) pods(c echo.Context) error {
 	q := c.QueryParams()
-	size, after := pagetoken.DefaultPageSize, ""
+	size, problem := pagetoken.ParseSize(q.Get("page_size"))
+	after := ""
 	var vs []apierror.FieldViolation
-	if s := q.Get("page_size"); s != "" {
-		n, err := strconv.Atoi(s)
-		switch {
-		case err != nil:
-			vs = append(vs, apierror.Violation("page_size", "must be an integer"))
-		case n < 0 || n > pagetoken.MaxPageSize:
-			vs = append(vs, apierror.Violation("page_size", "must be between 0 and %d", pagetoken.MaxPageSize))
-		case n > 0:
-			size = n
-		}
+	if problem != "" {
+		vs = append(vs, apierror.Violation("page_size", "%s", problem))
 	}
 	if tok := q.Get("page_token"); tok != "" {
 		var t podsPageToken

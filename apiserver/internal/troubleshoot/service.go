@@ -60,6 +60,9 @@ type VMClusters interface {
 // Service decides. Reads go to the API server.
 type Service struct {
 	VMClusters VMClusters
+	// HelmNamespace is the namespace of the vmclusters' HelmReleases and
+	// HelmRepositories (the server's --namespace).
+	HelmNamespace string
 	// Reader reads the workloads live (not from the informer cache).
 	Reader client.Reader
 	// Clientset streams logs; RESTConfig builds exec connections.
