@@ -59,8 +59,13 @@ func storyCrashLoop(t *testing.T) {
 	g.Expect(dataDir).NotTo(BeEmpty())
 	pid := processWithArg(t, "-storageDataPath="+dataDir)
 	g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
-	held, err := net.Listen("tcp", strings.TrimPrefix(k8sPod.Annotations[stack.VMStorageEndpointAnnotation], "http://"))
-	g.Expect(err).NotTo(HaveOccurred())
+	// (The port is free once the process is gone; the backer starts it
+	// again after a back-off of 2 s.)
+	var held net.Listener
+	g.Eventually(func() (err error) {
+		held, err = net.Listen("tcp", strings.TrimPrefix(k8sPod.Annotations[stack.VMStorageEndpointAnnotation], "http://"))
+		return err
+	}, 2*time.Second, 20*time.Millisecond).Should(Succeed())
 	defer held.Close()
 
 	g.Eventually(func(g Gomega) {

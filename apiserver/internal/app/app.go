@@ -215,6 +215,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		VMClusters: svc, HelmNamespace: cfg.Namespace, Reader: kube, Clientset: cs, RESTConfig: restCfg,
 		MaxLogBytes: tc.LogMaxBytes, FollowMaxDuration: tc.LogFollowMaxDuration.Duration,
 		ExecAllowed: tc.ExecAllowedCommands, ExecMaxOutputBytes: tc.ExecMaxOutputBytes, DefaultTimeout: cfg.RequestTimeout.Duration,
+		DiagnosticsLogLines: tc.DiagnosticsLogLines, DiagnosticsMaxBytes: tc.DiagnosticsMaxBytes,
 	}
 
 	a.apis = APIsWith(svc, up, ts, bk)

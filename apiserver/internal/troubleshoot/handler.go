@@ -2,6 +2,7 @@ package troubleshoot
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -40,6 +41,7 @@ func (h *Handler) Routes() []server.Route {
 		{Method: http.MethodGet, Path: item + "/pods", Name: "vmclusters.pods.list", Handler: h.pods, Resource: vmclusters.Resource, Verb: "get"},
 		{Method: http.MethodGet, Path: item + "/events", Name: "vmclusters.events", Handler: h.events, Resource: vmclusters.Resource, Verb: "get"},
 		{Method: http.MethodGet, Path: item + "/pods/:pod/logs", Name: "vmclusters.pods.logs", Handler: h.logs, Resource: ResourceLogs, Verb: "get", LongRunning: true},
+		{Method: http.MethodGet, Path: item + "/diagnostics", Name: "vmclusters.diagnostics", Handler: h.diagnostics, Resource: ResourceLogs, Verb: "get", LongRunning: true},
 		{Method: http.MethodPost, Path: item + "/pods/:pod/exec", Name: "vmclusters.pods.exec", Handler: h.exec, Resource: ResourceExec, Verb: "create", LongRunning: true},
 	}
 }
@@ -62,6 +64,27 @@ func (h *Handler) events(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// diagnostics streams the bundle (application/gzip, a tar): the
+// vmcluster is resolved first (an error is an ordinary error body); once
+// the status is sent a failure only ends the body (the archive is then
+// incomplete and does not open). Bounded by twice the request timeout.
+func (h *Handler) diagnostics(c echo.Context) error {
+	deadline := time.Now().Add(2 * h.Svc.RequestTimeout())
+	ctx, cancel := context.WithDeadline(c.Request().Context(), deadline)
+	defer cancel()
+	extendDeadlines(c.Response().Writer, deadline.Add(5*time.Second))
+	b, err := h.Svc.Diagnostics(ctx, c.Param("vmclusterId"))
+	if err != nil {
+		return err
+	}
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "application/gzip")
+	w.Header().Set(echo.HeaderContentDisposition, fmt.Sprintf("attachment; filename=%q", "diagnostics-"+b.o.vm.HelmReleaseInfo.ReleaseName+".tar.gz"))
+	w.WriteHeader(http.StatusOK)
+	_ = b.WriteTo(ctx, w)
+	return nil
 }
 
 // podsPageToken is the cursor of a Pods page: the name it starts after.

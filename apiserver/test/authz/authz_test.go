@@ -352,6 +352,8 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 		return request{path: vmclustersPath + "/" + f.vmcluster(name) + "/events?type=Warning", missingPath: vmclustersPath + "/no-such-vmcluster/events"}, true
 	case "upgradeOperations.events":
 		return request{path: "/ops/api/v1/upgradeOperations/" + f.upgrade(false) + "/events?since=1h", missingPath: "/ops/api/v1/upgradeOperations/no-such-operation/events"}, true
+	case "vmclusters.diagnostics":
+		return request{path: vmclustersPath + "/" + f.vmcluster(name) + "/diagnostics", missingPath: vmclustersPath + "/no-such-vmcluster/diagnostics"}, true
 	case "vmclusters.pods.list":
 		return request{path: vmclustersPath + "/" + f.vmcluster(name) + "/pods", missingPath: vmclustersPath + "/no-such-vmcluster/pods"}, true
 	case "vmclusters.pods.logs":
