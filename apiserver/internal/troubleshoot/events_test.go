@@ -22,7 +22,7 @@ func event(t *testing.T, name, kind string, obj client.Object, typ, reason strin
 	t.Helper()
 	at := metav1.NewTime(time.Now().Add(-ago).Truncate(time.Second))
 	create(t, &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: obj.GetNamespace()},
+		ObjectMeta:     metav1.ObjectMeta{Name: name, Namespace: obj.GetNamespace()},
 		InvolvedObject: corev1.ObjectReference{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID()},
 		Type:           typ, Reason: reason, Message: reason + " of " + obj.GetName(), Count: 2,
 		FirstTimestamp: at, LastTimestamp: at, Source: corev1.EventSource{Component: "kubelet"},
