@@ -1,8 +1,11 @@
 package stories
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +18,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
@@ -107,6 +111,41 @@ func storyCrashLoop(t *testing.T) {
 		}
 	}, 3*time.Minute, 2*time.Second).Should(Succeed())
 	g.Eventually(podEvent("Started", "Started container vmstorage"), time.Minute, time.Second).Should(Succeed())
+
+	// The diagnostics bundle opens with archive/tar and gzip and has every
+	// part; no value of a Secret of the namespace is in it.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "crashloop-creds", Namespace: obs}, StringData: map[string]string{"token": "crashloop-secret-5b7e1d"}}
+	g.Expect(st.Env.Client.Create(ctx, secret)).To(Succeed())
+	t.Cleanup(func() { _ = st.Env.Client.Delete(context.Background(), secret) })
+	code, raw := callText(t, http.MethodGet, base+"/diagnostics", st.Token)
+	g.Expect(code).To(Equal(http.StatusOK), raw)
+	files := map[string]string{}
+	gz, err := gzip.NewReader(strings.NewReader(raw))
+	g.Expect(err).NotTo(HaveOccurred())
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+		b, err := io.ReadAll(tr)
+		g.Expect(err).NotTo(HaveOccurred())
+		files[h.Name] = string(b)
+	}
+	for _, part := range []string{"resources.json", "pods.json", "events.json", "helmrelease.json", "manifest.json",
+		"logs/" + pod + "/vmstorage.log", "metrics/" + pod + ".txt", "flags/" + pod + ".txt"} {
+		g.Expect(files).To(HaveKey(part), "manifest: %s", files["manifest.json"])
+	}
+	g.Expect(files["logs/"+pod+"/vmstorage.log"]).To(ContainSubstring("opening storage at"))
+	g.Expect(files["metrics/"+pod+".txt"]).To(ContainSubstring("vm_"))
+	g.Expect(files["flags/"+pod+".txt"]).To(ContainSubstring("storageDataPath"))
+	g.Expect(files["events.json"]).To(ContainSubstring(`"reason": "BackOff"`))
+	g.Expect(files["helmrelease.json"]).To(ContainSubstring(`"history"`))
+	g.Expect(files["manifest.json"]).NotTo(ContainSubstring(`"errors"`))
+	for name, body := range files {
+		g.Expect(body).NotTo(ContainSubstring("crashloop-secret-5b7e1d"), name)
+	}
 }
 
 // treeNodes returns every node of GET …/resources.

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -104,8 +103,8 @@ func (w *bundleWriter) failed(part string, err error) {
 // pods.json, events.json, helmrelease.json (the HelmRelease's status and
 // history), logs/<pod>/<container>.log (the last lines of each
 // container's log), metrics/<pod>.txt and flags/<pod>.txt (each
-// VictoriaMetrics component's /metrics and /flags, read through the
-// Kubernetes API server's pods/proxy) and manifest.json. A part that
+// VictoriaMetrics component's /metrics and /flags, read over a port-forward
+// through the Kubernetes API server, portforward.go) and manifest.json. A part that
 // cannot be read is listed in the manifest's errors, not fatal. No Secret
 // is read.
 func (b *Bundle) WriteTo(ctx context.Context, out io.Writer) error {
@@ -173,7 +172,7 @@ func (b *Bundle) WriteTo(ctx context.Context, out io.Writer) error {
 		for _, path := range []string{"metrics", "flags"} {
 			part := fmt.Sprintf("%s/%s.txt", path, p.Name)
 			fctx, cancel := context.WithTimeout(ctx, componentFetchTimeout)
-			raw, err := s.Clientset.CoreV1().Pods(p.Namespace).ProxyGet("http", p.Name, strconv.Itoa(int(port)), "/"+path, nil).DoRaw(fctx)
+			raw, err := s.fetchThroughPortForward(fctx, p, port, "/"+path, w.budget+1)
 			cancel()
 			if err != nil {
 				w.failed(part, err)
