@@ -3,8 +3,13 @@ package upgrades
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -19,8 +24,10 @@ import (
 // node groups (old and new, selected as the operator selects them,
 // through the cloud provider's node-group selector); the VMCluster and
 // vmstorage StatefulSet of each VMStorage rollout; and the Node, Pod and
-// PodDisruptionBudget of its current blocker (status.blockedBy). Nodes
-// that no longer exist are not found (their Events are not listed).
+// PodDisruptionBudget of its current blocker (status.blockedBy). The
+// Nodes are found from the Events about Nodes (each Node read to match
+// its labels: ops-apiserver may get Nodes but not list them); Nodes that
+// no longer exist are not found (their Events are not listed).
 func (s *Service) Events(ctx context.Context, id string, q events.Query) (events.List, error) {
 	op, err := s.find(ctx, id)
 	if err != nil {
@@ -79,16 +86,37 @@ func (s *Service) touched(ctx context.Context, op *opsv1.ClusterUpgradeOperation
 		// operation's own Events still say what happened.
 		return refs, nil
 	}
+	var sels []labels.Selector
 	for _, g := range groups {
 		sel, err := cloud.NodeSelectorFor(ctx, p, ref, g)
 		if err != nil {
 			return nil, apierror.Unavailable("the cloud provider could not name the Nodes of node group %q; retry the request", g).WithCause(err)
 		}
-		var nodes corev1.NodeList
-		if err := s.live().List(ctx, &nodes, client.MatchingLabels(sel)); err != nil {
-			return nil, apierror.FromKubernetes(fmt.Errorf("listing the Nodes of node group %s: %w", g, err))
+		sels = append(sels, labels.SelectorFromSet(sel))
+	}
+	// The Nodes that have Events (ops-apiserver may get Nodes, not list
+	// them), kept when their labels put them in one of the groups.
+	var evs corev1.EventList
+	if err := s.live().List(ctx, &evs, client.InNamespace(events.ClusterScopedNamespace),
+		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("involvedObject.kind", "Node")}); err != nil {
+		return nil, apierror.FromKubernetes(fmt.Errorf("listing the Events of Nodes: %w", err))
+	}
+	seen := map[string]bool{}
+	for _, e := range evs.Items {
+		name := e.InvolvedObject.Name
+		if seen[name] {
+			continue
 		}
-		for _, n := range nodes.Items {
+		seen[name] = true
+		n := &corev1.Node{}
+		err := s.live().Get(ctx, types.NamespacedName{Name: name}, n)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, apierror.FromKubernetes(fmt.Errorf("reading Node %s: %w", name, err))
+		}
+		if slices.ContainsFunc(sels, func(sel labels.Selector) bool { return sel.Matches(labels.Set(n.Labels)) }) {
 			refs = append(refs, events.Ref{Kind: "Node", Name: n.Name, UID: n.UID})
 		}
 	}
