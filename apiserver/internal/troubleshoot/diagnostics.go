@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -183,6 +184,8 @@ func (b *Bundle) WriteTo(ctx context.Context, out io.Writer) error {
 			}
 		}
 	}
+	// The manifest is never cut (it is small, and says what was).
+	w.budget = math.MaxInt64
 	if err := w.addJSON("manifest.json", w.manifest); err != nil {
 		return err
 	}
