@@ -501,6 +501,13 @@ func TestAPIServerRBACCoversItsCalls(t *testing.T) {
 	authorized(g, err, "get pods/log")
 	err = apiCS.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name("absent").SubResource("exec").Param("command", "ls").Do(ctx).Error()
 	authorized(g, err, "create pods/exec")
+	err = apiCS.CoreV1().RESTClient().Post().Namespace(ns).Resource("pods").Name("absent").SubResource("portforward").Do(ctx).Error()
+	authorized(g, err, "create pods/portforward")
+	// apiserver/internal/events: the Events of a vmcluster's or an
+	// upgrade's objects; of Nodes, in "default".
+	for _, evNS := range []string{ns, "default"} {
+		authorized(g, api.List(ctx, &corev1.EventList{}, client.InNamespace(evNS)), "list events in "+evNS)
+	}
 
 	// What the API-access roles grant: TestAPIAccessRolesMatchDocs.
 

@@ -18,8 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 	"github.com/tidbcloud/ops-server/operator/testenv"
@@ -98,8 +101,12 @@ func componentOf(p *corev1.Pod) (*component, *corev1.Container) {
 // follows the process's /health. A Pod re-created under the same name (new
 // UID) gets a new process; a Pod being deleted loses its process; a process
 // that exits makes the Pod NotReady and is started again after a back-off,
-// as a kubelet would, counting restarts in the container status. Each
-// process logs to <state>/pods/<namespace>/<pod>/<container>.log.
+// as a kubelet would, counting restarts in the container status, and
+// records the kubelet's Events on the Pod (source component "kubelet"):
+// Warning Unhealthy when a process that was healthy stops answering
+// /health, Warning BackOff when its process exited, Normal Started when it
+// is started again. Each process logs to
+// <state>/pods/<namespace>/<pod>/<container>.log.
 //
 // One goroutine does all the work, level-triggered: it compares the Pods
 // in its informer's cache with the processes it runs, on every Pod event
@@ -111,6 +118,7 @@ type podBacker struct {
 	env      []string
 	logf     func(format string, args ...any)
 	health   *http.Client
+	events   record.EventRecorder
 
 	pods  listersv1.PodLister
 	ports *portRegistry
@@ -142,6 +150,14 @@ type backedPod struct {
 	crashes   int
 	notBefore time.Time
 	healthy   bool
+	// wasHealthy: the process answered /health since it started (an
+	// Unhealthy Event is for a process that stopped answering).
+	wasHealthy bool
+}
+
+// ref is the Pod of bp, for its Events.
+func (bp *backedPod) ref(k types.NamespacedName) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: k.Namespace, Name: k.Name, UID: bp.uid}
 }
 
 // startBacker starts the backer and the Service proxy unless they run.
@@ -159,8 +175,11 @@ func (s *Stack) startBacker() error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	b := &podBacker{
-		cs: cs, dataRoot: s.VMStorageRoot(), podRoot: filepath.Join(s.stateDir, "pods"),
+		events: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet"}),
+		cs:     cs, dataRoot: s.VMStorageRoot(), podRoot: filepath.Join(s.stateDir, "pods"),
 		env: []string{StackEnv + "=" + s.stateDir}, logf: s.step, health: &http.Client{Timeout: time.Second},
 		ports:  newPortRegistry(),
 		cancel: cancel, done: make(chan struct{}), procs: map[types.NamespacedName]*backedPod{}, foreign: map[types.UID]bool{},
@@ -195,6 +214,7 @@ func (s *Stack) startBacker() error {
 	s.servicesAddr = proxy.addr
 	go func() {
 		defer close(b.done)
+		defer broadcaster.Shutdown()
 		defer services.Shutdown()
 		defer factory.Shutdown()
 		defer b.stopAll()
@@ -325,8 +345,13 @@ func (b *podBacker) sync(ctx context.Context) {
 		b.run(k, bp)
 		healthy := b.healthy(ctx, bp)
 		b.mu.Lock()
+		lost := bp.wasHealthy && !healthy && bp.healthy
 		bp.healthy = healthy
+		bp.wasHealthy = bp.wasHealthy || healthy
 		b.mu.Unlock()
+		if lost {
+			b.events.Eventf(bp.ref(k), corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: %s does not answer at %s/health", bp.comp.name, bp.endpoint)
+		}
 		if err := b.report(ctx, p, bp); err != nil && ctx.Err() == nil {
 			b.logf("backer: updating Pod %s: %v", k, err)
 		}
@@ -373,9 +398,13 @@ func (b *podBacker) run(k types.NamespacedName, bp *backedPod) {
 		}
 		bp.crashes++
 		bp.restarts++
-		bp.notBefore = time.Now().Add(restartDelay(bp.crashes))
-		bp.proc = nil
+		delay := restartDelay(bp.crashes)
+		bp.notBefore = time.Now().Add(delay)
+		ran := time.Since(bp.startedAt).Round(time.Second)
+		bp.proc, bp.wasHealthy = nil, false
 		b.mu.Unlock()
+		b.events.Eventf(bp.ref(k), corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s: the %s process exited after %s; restarting in %s",
+			bp.container, k.Name, bp.comp.name, ran, delay)
 	}
 	if bp.proc != nil || time.Now().Before(bp.notBefore) {
 		return
@@ -396,7 +425,11 @@ func (b *podBacker) run(k types.NamespacedName, bp *backedPod) {
 	}
 	b.mu.Lock()
 	bp.proc, bp.startedAt = proc, time.Now()
+	restarts := bp.restarts
 	b.mu.Unlock()
+	if restarts > 0 {
+		b.events.Eventf(bp.ref(k), corev1.EventTypeNormal, "Started", "Started container %s (restart %d)", bp.container, restarts)
+	}
 	b.logf("%s for Pod %s runs on %s (ports %s)", bp.comp.name, k, bp.endpoint, portList(bp.ports))
 }
 

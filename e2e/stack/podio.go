@@ -13,7 +13,7 @@ package stack
 //     InternalIP; kwok serves HTTPS with its own certificate and asks for no
 //     client certificate, and kube-apiserver, without
 //     --kubelet-certificate-authority, does not verify it.
-//   - kwok reads its Logs and Exec resources (kwok.x-k8s.io/v1alpha1) from
+//   - kwok reads its Logs, Exec and PortForward resources (kwok.x-k8s.io/v1alpha1) from
 //     the API server (--enable-crds=Logs,Exec; the CRDs come from kwok's own
 //     module). They select one Pod by namespace and name, and kwok has no
 //     path templates, so podIO keeps one Logs and one Exec per backed Pod,
@@ -35,6 +35,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,7 +56,7 @@ import (
 
 // kwokCRDKinds are the kwok resources the stack's kwok reads from the API
 // server (--enable-crds).
-const kwokCRDKinds = kwokv1.LogsKind + "," + kwokv1.ExecKind
+const kwokCRDKinds = kwokv1.LogsKind + "," + kwokv1.ExecKind + "," + kwokv1.PortForwardKind
 
 // withKwokIO adds to o what kubectl logs/exec through kwok need from the
 // control plane: kwok's Logs and Exec CRDs (written into dir), their Go
@@ -63,7 +65,7 @@ func withKwokIO(o testenv.Options, dir string) (testenv.Options, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return o, err
 	}
-	for name, crd := range map[string][]byte{"logs.yaml": kwokcrd.Logs, "execs.yaml": kwokcrd.Exec} {
+	for name, crd := range map[string][]byte{"logs.yaml": kwokcrd.Logs, "execs.yaml": kwokcrd.Exec, "portforwards.yaml": kwokcrd.PortForward} {
 		if err := os.WriteFile(filepath.Join(dir, name), crd, 0o644); err != nil {
 			return o, err
 		}
@@ -296,7 +298,33 @@ func (pio *podIO) write(ctx context.Context, p *corev1.Pod, workDir string) erro
 	}); err != nil {
 		return fmt.Errorf("writing its kwok Exec: %w", err)
 	}
+	// Port-forwards through the API server (kubectl port-forward, the
+	// REST API's diagnostics bundle) reach the process's local ports.
+	pf := &kwokv1.PortForward{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, pio.c, pf, func() error {
+		pf.OwnerReferences, pf.Spec = owner, podPortForwardSpec(p.Annotations[PortsAnnotation])
+		return nil
+	}); err != nil {
+		return fmt.Errorf("writing its kwok PortForward: %w", err)
+	}
 	return nil
+}
+
+// podPortForwardSpec forwards each container port of the Pod's ports
+// annotation ("8482=127.0.0.1:40001,...") to its local address.
+func podPortForwardSpec(ports string) kwokv1.PortForwardSpec {
+	spec := kwokv1.PortForwardSpec{Forwards: []kwokv1.Forward{}}
+	for _, entry := range strings.Split(ports, ",") {
+		port, addr, ok := strings.Cut(entry, "=")
+		host, local, ok2 := strings.Cut(addr, ":")
+		p, err := strconv.ParseInt(port, 10, 32)
+		l, err2 := strconv.ParseInt(local, 10, 32)
+		if !ok || !ok2 || err != nil || err2 != nil {
+			continue
+		}
+		spec.Forwards = append(spec.Forwards, kwokv1.Forward{Ports: []int32{int32(p)}, Target: &kwokv1.ForwardTarget{Port: int32(l), Address: host}})
+	}
+	return spec
 }
 
 // podLogsSpec names the log file of each of the Pod's containers.

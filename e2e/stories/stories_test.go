@@ -72,6 +72,7 @@ func TestStories(t *testing.T) {
 	t.Run("11 rollout target: a vmcluster named in the upgrade moves, and a later PUT keeps it moved", storyRolloutTarget)
 	t.Run("12 vmcluster data: 10,000 samples written and queried at its endpoints, again after a blue-green vmstorage move", storyVMData)
 	t.Run("13 troubleshooting through the REST API: tree, Pods, logs (followed), exec", storyTroubleshoot)
+	t.Run("14 crash loop: the tree marks the vmstorage Pod and StatefulSet Degraded, the Events say why, diagnostics bundle", storyCrashLoop)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {

@@ -172,7 +172,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	up := &upgrades.Service{Reader: a.cache, Indexed: true, Writer: kube, Namespace: cfg.Upgrades.Namespace, Providers: registry, Caller: auth.CallerName}
+	up := &upgrades.Service{Reader: a.cache, Live: kube, Indexed: true, Writer: kube, Namespace: cfg.Upgrades.Namespace, Providers: registry, Caller: auth.CallerName}
 
 	source, err := a.chartSource(cfg.Chart)
 	if err != nil {
@@ -212,9 +212,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	tc := cfg.Troubleshoot
 	ts := &troubleshoot.Service{
-		VMClusters: svc, Reader: kube, Clientset: cs, RESTConfig: restCfg,
+		VMClusters: svc, HelmNamespace: cfg.Namespace, Reader: kube, Clientset: cs, RESTConfig: restCfg,
 		MaxLogBytes: tc.LogMaxBytes, FollowMaxDuration: tc.LogFollowMaxDuration.Duration,
 		ExecAllowed: tc.ExecAllowedCommands, ExecMaxOutputBytes: tc.ExecMaxOutputBytes, DefaultTimeout: cfg.RequestTimeout.Duration,
+		DiagnosticsLogLines: tc.DiagnosticsLogLines, DiagnosticsMaxBytes: tc.DiagnosticsMaxBytes,
 	}
 
 	a.apis = APIsWith(svc, up, ts, bk)

@@ -90,6 +90,12 @@ type TroubleshootConfig struct {
 	// ExecMaxOutputBytes bounds each of an exec's stdout and stderr; the
 	// rest is dropped and the answer says truncated.
 	ExecMaxOutputBytes int64 `json:"execMaxOutputBytes"`
+	// DiagnosticsLogLines is how many of the last lines of each
+	// container's log a diagnostics bundle holds.
+	DiagnosticsLogLines int64 `json:"diagnosticsLogLines"`
+	// DiagnosticsMaxBytes bounds a diagnostics bundle's content
+	// (uncompressed); the parts past it are cut and listed as truncated.
+	DiagnosticsMaxBytes int64 `json:"diagnosticsMaxBytes"`
 }
 
 // TLSConfig turns on HTTPS for the REST API (docs/install.md, "TLS").
@@ -242,6 +248,8 @@ func Default() *Config {
 			LogMaxBytes:          10 << 20,
 			LogFollowMaxDuration: metav1.Duration{Duration: 10 * time.Minute},
 			ExecMaxOutputBytes:   1 << 20,
+			DiagnosticsLogLines:  500,
+			DiagnosticsMaxBytes:  64 << 20,
 		},
 		Flux: FluxConfig{
 			ReleaseInterval: metav1.Duration{Duration: 10 * time.Minute},
@@ -441,6 +449,8 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Troubleshoot.LogFollowMaxDuration.Duration, "log-follow-max-duration", c.Troubleshoot.LogFollowMaxDuration.Duration, "A followed Pod log stream ends after this long.")
 	fs.StringSliceVar(&c.Troubleshoot.ExecAllowedCommands, "exec-allowed-commands", c.Troubleshoot.ExecAllowedCommands, "Comma-separated executables a Pod exec may run (exact match of the command's first item: \"ls\" allows ls found in the container's PATH, /bin/ls only that path); empty: any.")
 	fs.Int64Var(&c.Troubleshoot.ExecMaxOutputBytes, "exec-max-output-bytes", c.Troubleshoot.ExecMaxOutputBytes, "Bound of each of a Pod exec's stdout and stderr; the rest is dropped and flagged truncated.")
+	fs.Int64Var(&c.Troubleshoot.DiagnosticsLogLines, "diagnostics-log-lines", c.Troubleshoot.DiagnosticsLogLines, "Last lines of each container's log in a vmcluster's diagnostics bundle.")
+	fs.Int64Var(&c.Troubleshoot.DiagnosticsMaxBytes, "diagnostics-max-bytes", c.Troubleshoot.DiagnosticsMaxBytes, "Bound of a diagnostics bundle's uncompressed content; parts past it are cut (manifest.json lists them as truncated).")
 	fs.StringSliceVar(&c.Auth.TokenAudiences, "auth-token-audiences", c.Auth.TokenAudiences, "Audiences a bearer token must be minted for (TokenReview); empty: the Kubernetes API server's.")
 	fs.DurationVar(&c.Auth.CacheTTL.Duration, "auth-cache-ttl", c.Auth.CacheTTL.Duration, "How long a TokenReview or SubjectAccessReview answer is reused.")
 	fs.IntVar(&c.Auth.CacheMaxEntries, "auth-cache-max-entries", c.Auth.CacheMaxEntries, "Answers each authentication and authorization cache keeps (least recently used dropped first).")
@@ -569,6 +579,9 @@ func (c *Config) Validate() error {
 	}
 	if t := c.Troubleshoot; t.LogMaxBytes < 1024 || t.ExecMaxOutputBytes < 1024 || t.LogFollowMaxDuration.Duration <= 0 {
 		add("troubleshoot: logMaxBytes and execMaxOutputBytes must be at least 1024, logFollowMaxDuration positive")
+	}
+	if t := c.Troubleshoot; t.DiagnosticsLogLines < 1 || t.DiagnosticsMaxBytes < 1<<20 {
+		add("troubleshoot: diagnosticsLogLines must be positive, diagnosticsMaxBytes at least 1048576")
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

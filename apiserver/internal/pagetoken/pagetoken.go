@@ -8,6 +8,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 )
 
 // Page sizes.
@@ -46,4 +48,23 @@ func Decode(token string, cursor any) error {
 		return ErrInvalid
 	}
 	return nil
+}
+
+// ParseSize parses a page_size parameter: empty or 0 means
+// DefaultPageSize. problem is the description of a violation ("" when s
+// is valid).
+func ParseSize(s string) (size int, problem string) {
+	if s == "" {
+		return DefaultPageSize, ""
+	}
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return 0, "must be an integer"
+	case n < 0 || n > MaxPageSize:
+		return 0, fmt.Sprintf("must be between 0 and %d", MaxPageSize)
+	case n == 0:
+		return DefaultPageSize, ""
+	}
+	return n, ""
 }

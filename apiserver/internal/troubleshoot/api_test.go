@@ -92,7 +92,7 @@ func newAPI(t *testing.T, allowed ...string) *api {
 	}
 	cs, err := kubernetes.NewForConfig(env.Config)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	svc := &troubleshoot.Service{VMClusters: vm, Reader: env.Client, Clientset: cs, RESTConfig: env.Config,
+	svc := &troubleshoot.Service{VMClusters: vm, HelmNamespace: ns, Reader: env.Client, Clientset: cs, RESTConfig: env.Config,
 		MaxLogBytes: 1 << 20, FollowMaxDuration: time.Minute, ExecAllowed: allowed, ExecMaxOutputBytes: 1 << 20}
 	e, err := server.New(server.Options{}, &troubleshoot.Handler{Svc: svc})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())

@@ -2,6 +2,7 @@ package troubleshoot
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/events"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
 	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
@@ -37,7 +39,9 @@ func (h *Handler) Routes() []server.Route {
 	return []server.Route{
 		{Method: http.MethodGet, Path: item + "/resources", Name: "vmclusters.resources", Handler: h.tree, Resource: vmclusters.Resource, Verb: "get"},
 		{Method: http.MethodGet, Path: item + "/pods", Name: "vmclusters.pods.list", Handler: h.pods, Resource: vmclusters.Resource, Verb: "get"},
+		{Method: http.MethodGet, Path: item + "/events", Name: "vmclusters.events", Handler: h.events, Resource: vmclusters.Resource, Verb: "get"},
 		{Method: http.MethodGet, Path: item + "/pods/:pod/logs", Name: "vmclusters.pods.logs", Handler: h.logs, Resource: ResourceLogs, Verb: "get", LongRunning: true},
+		{Method: http.MethodGet, Path: item + "/diagnostics", Name: "vmclusters.diagnostics", Handler: h.diagnostics, Resource: ResourceLogs, Verb: "get", LongRunning: true},
 		{Method: http.MethodPost, Path: item + "/pods/:pod/exec", Name: "vmclusters.pods.exec", Handler: h.exec, Resource: ResourceExec, Verb: "create", LongRunning: true},
 	}
 }
@@ -50,6 +54,39 @@ func (h *Handler) tree(c echo.Context) error {
 	return c.JSON(http.StatusOK, t)
 }
 
+func (h *Handler) events(c echo.Context) error {
+	q, verr := events.Parse(c.QueryParams(), h.Svc.now())
+	if verr != nil {
+		return verr
+	}
+	out, err := h.Svc.Events(c.Request().Context(), c.Param("vmclusterId"), q)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// diagnostics streams the bundle (application/gzip, a tar): the
+// vmcluster is resolved first (an error is an ordinary error body); once
+// the status is sent a failure only ends the body (the archive is then
+// incomplete and does not open). Bounded by twice the request timeout.
+func (h *Handler) diagnostics(c echo.Context) error {
+	deadline := time.Now().Add(2 * h.Svc.RequestTimeout())
+	ctx, cancel := context.WithDeadline(c.Request().Context(), deadline)
+	defer cancel()
+	extendDeadlines(c.Response().Writer, deadline.Add(5*time.Second))
+	b, err := h.Svc.Diagnostics(ctx, c.Param("vmclusterId"))
+	if err != nil {
+		return err
+	}
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "application/gzip")
+	w.Header().Set(echo.HeaderContentDisposition, fmt.Sprintf("attachment; filename=%q", "diagnostics-"+b.o.vm.HelmReleaseInfo.ReleaseName+".tar.gz"))
+	w.WriteHeader(http.StatusOK)
+	_ = b.WriteTo(ctx, w)
+	return nil
+}
+
 // podsPageToken is the cursor of a Pods page: the name it starts after.
 type podsPageToken struct {
 	After string `json:"a"`
@@ -59,18 +96,11 @@ func encodePageToken(after string) string { return pagetoken.Encode(podsPageToke
 
 func (h *Handler) pods(c echo.Context) error {
 	q := c.QueryParams()
-	size, after := pagetoken.DefaultPageSize, ""
+	size, problem := pagetoken.ParseSize(q.Get("page_size"))
+	after := ""
 	var vs []apierror.FieldViolation
-	if s := q.Get("page_size"); s != "" {
-		n, err := strconv.Atoi(s)
-		switch {
-		case err != nil:
-			vs = append(vs, apierror.Violation("page_size", "must be an integer"))
-		case n < 0 || n > pagetoken.MaxPageSize:
-			vs = append(vs, apierror.Violation("page_size", "must be between 0 and %d", pagetoken.MaxPageSize))
-		case n > 0:
-			size = n
-		}
+	if problem != "" {
+		vs = append(vs, apierror.Violation("page_size", "%s", problem))
 	}
 	if tok := q.Get("page_token"); tok != "" {
 		var t podsPageToken

@@ -60,6 +60,9 @@ type VMClusters interface {
 // Service decides. Reads go to the API server.
 type Service struct {
 	VMClusters VMClusters
+	// HelmNamespace is the namespace of the vmclusters' HelmReleases and
+	// HelmRepositories (the server's --namespace).
+	HelmNamespace string
 	// Reader reads the workloads live (not from the informer cache).
 	Reader client.Reader
 	// Clientset streams logs; RESTConfig builds exec connections.
@@ -70,6 +73,10 @@ type Service struct {
 	FollowMaxDuration  time.Duration
 	ExecAllowed        []string
 	ExecMaxOutputBytes int64
+	// DiagnosticsLogLines and DiagnosticsMaxBytes bound a diagnostics
+	// bundle (0: 500 lines, 64 MiB).
+	DiagnosticsLogLines int64
+	DiagnosticsMaxBytes int64
 	// DefaultTimeout bounds a logs read without follow.
 	DefaultTimeout time.Duration
 	// Now is the clock (tests).
@@ -200,12 +207,17 @@ func (s *Service) Tree(ctx context.Context, id string) (Tree, error) {
 	if err != nil {
 		return Tree{}, err
 	}
+	return s.tree(o), nil
+}
+
+// tree builds the resource tree of the objects of a vmcluster.
+func (s *Service) tree(o *objects) Tree {
 	h, r := releaseHealth(o.vm)
 	root := Node{Kind: "HelmRelease", Name: o.vm.HelmReleaseInfo.ReleaseName, Namespace: o.namespace, UID: o.vm.ID, Health: h, HealthReason: r}
 	if o.vmcluster == nil {
 		root.Children = []Node{{Kind: VMClusterGVK.Kind, Name: o.vm.HelmReleaseInfo.ReleaseName, Namespace: o.namespace, Health: Missing,
 			HealthReason: "no VMCluster carries the Helm release annotations of this release"}}
-		return Tree{Root: root}, nil
+		return Tree{Root: root}
 	}
 	vh, vr := vmclusterHealth(o.vmcluster)
 	vmNode := Node{Kind: VMClusterGVK.Kind, Name: o.vmcluster.GetName(), Namespace: o.namespace, UID: string(o.vmcluster.GetUID()), Health: vh, HealthReason: vr}
@@ -249,7 +261,7 @@ func (s *Service) Tree(ctx context.Context, id string) (Tree, error) {
 		vmNode.Children = append(vmNode.Children, Node{Kind: "Service", Name: o.services[i].Name, Namespace: o.namespace, UID: string(o.services[i].UID), Health: Healthy})
 	}
 	root.Children = []Node{vmNode}
-	return Tree{Root: root}, nil
+	return Tree{Root: root}
 }
 
 // Pods returns a page of the Pods of a vmcluster, by name.

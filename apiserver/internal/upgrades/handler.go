@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/events"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 )
 
@@ -34,6 +36,7 @@ func (h *Handler) Routes() []server.Route {
 		{Method: http.MethodPost, Path: BasePath + "/dry-run", Name: "upgradeOperations.dryRun", Handler: h.dryRun, Resource: Resource + "/dryrun", Verb: "create"},
 		{Method: http.MethodGet, Path: BasePath, Name: "upgradeOperations.list", Handler: h.list, Resource: Resource, Verb: "list"},
 		{Method: http.MethodGet, Path: item, Name: "upgradeOperations.get", Handler: h.get, Resource: Resource, Verb: "get"},
+		{Method: http.MethodGet, Path: item + "/events", Name: "upgradeOperations.events", Handler: h.events, Resource: Resource, Verb: "get"},
 		{Method: http.MethodPut, Path: item + "/pause", Name: "upgradeOperations.pause", Handler: h.pause, Resource: Resource + "/pause", Verb: "update"},
 		{Method: http.MethodPut, Path: item + "/resume", Name: "upgradeOperations.resume", Handler: h.resume, Resource: Resource + "/resume", Verb: "update"},
 		{Method: http.MethodDelete, Path: item, Name: "upgradeOperations.delete", Handler: h.delete, Resource: Resource, Verb: "delete"},
@@ -144,6 +147,18 @@ func (h *Handler) get(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, op)
+}
+
+func (h *Handler) events(c echo.Context) error {
+	q, verr := events.Parse(c.QueryParams(), time.Now())
+	if verr != nil {
+		return verr
+	}
+	out, err := h.Svc.Events(c.Request().Context(), c.Param("id"), q)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (h *Handler) pause(c echo.Context) error {

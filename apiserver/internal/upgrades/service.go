@@ -32,8 +32,11 @@ const FieldManager = "ops-server"
 // Service decides; it reads from the informer cache and writes to the API
 // server.
 type Service struct {
-	Reader    client.Reader
-	Writer    client.Client
+	Reader client.Reader
+	Writer client.Client
+	// Live reads what the informer cache does not hold (Events, Nodes);
+	// nil: Reader.
+	Live      client.Reader
 	Namespace string
 	// Indexed says Reader is an informer cache with the indexes of
 	// IndexFields registered; without it gets by id and filtered lists

@@ -348,6 +348,12 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 		return request{path: "/ops/api/v1/upgradeOperations/" + f.upgrade(true) + "/resume"}, true
 	case "vmclusters.resources":
 		return request{path: vmclustersPath + "/" + f.vmcluster(name) + "/resources", missingPath: vmclustersPath + "/no-such-vmcluster/resources"}, true
+	case "vmclusters.events":
+		return request{path: vmclustersPath + "/" + f.vmcluster(name) + "/events?type=Warning", missingPath: vmclustersPath + "/no-such-vmcluster/events"}, true
+	case "upgradeOperations.events":
+		return request{path: "/ops/api/v1/upgradeOperations/" + f.upgrade(false) + "/events?since=1h", missingPath: "/ops/api/v1/upgradeOperations/no-such-operation/events"}, true
+	case "vmclusters.diagnostics":
+		return request{path: vmclustersPath + "/" + f.vmcluster(name) + "/diagnostics", missingPath: vmclustersPath + "/no-such-vmcluster/diagnostics"}, true
 	case "vmclusters.pods.list":
 		return request{path: vmclustersPath + "/" + f.vmcluster(name) + "/pods", missingPath: vmclustersPath + "/no-such-vmcluster/pods"}, true
 	case "vmclusters.pods.logs":
