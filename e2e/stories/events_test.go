@@ -34,14 +34,7 @@ func storyCrashLoop(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const name = "crashloop"
-	base := vmclusters + "/" + name
-	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
-		"name":   name,
-		"values": map[string]any{"vmstorage": map[string]any{"replicaCount": 1}},
-	})
-	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	t.Cleanup(func() { call(t, http.MethodDelete, base, nil) })
-	waitVMCluster(t, name, "RUNNING", 3*time.Minute)
+	base := runningVMCluster(t, name)
 
 	var pod string
 	g.Eventually(func(g Gomega) {

@@ -25,6 +25,22 @@ const (
 	obs        = "observability"
 )
 
+// runningVMCluster creates vmcluster name with one vmstorage replica
+// through the REST API, deletes it when the test ends, waits until it is
+// RUNNING and returns its path.
+func runningVMCluster(t *testing.T, name string) string {
+	t.Helper()
+	base := vmclusters + "/" + name
+	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+		"name":   name,
+		"values": map[string]any{"vmstorage": map[string]any{"replicaCount": 1}},
+	})
+	NewWithT(t).Expect(code).To(Equal(http.StatusAccepted), "%v", body)
+	t.Cleanup(func() { call(t, http.MethodDelete, base, nil) })
+	waitVMCluster(t, name, "RUNNING", 3*time.Minute)
+	return base
+}
+
 func waitVMCluster(t *testing.T, name, status string, timeout time.Duration) map[string]any {
 	t.Helper()
 	var last map[string]any

@@ -32,14 +32,7 @@ func storyTroubleshoot(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const name = "trouble"
-	base := vmclusters + "/" + name
-	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
-		"name":   name,
-		"values": map[string]any{"vmstorage": map[string]any{"replicaCount": 1}},
-	})
-	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	t.Cleanup(func() { call(t, http.MethodDelete, base, nil) })
-	waitVMCluster(t, name, "RUNNING", 3*time.Minute)
+	base := runningVMCluster(t, name)
 
 	// The tree: HelmRelease → VMCluster → workloads → Pods, all Healthy.
 	g.Eventually(func(g Gomega) {

@@ -16,11 +16,9 @@ import (
 	"testing"
 	"time"
 
-	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -30,6 +28,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters/vmclusterstest"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/testenv"
 )
@@ -56,28 +55,9 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	informers, err = cache.New(env.Config, cache.Options{
-		Scheme: env.Scheme,
-		ByObject: map[client.Object]cache.ByObject{
-			&helmv2.HelmRelease{}: {Label: labels.SelectorFromSet(labels.Set{vmclusters.LabelManagedBy: vmclusters.ManagedBy})},
-		},
-		DefaultTransform: cache.TransformStripManagedFields(),
-	})
-	if err == nil {
-		err = vmclusters.IndexUID(ctx, informers)
-	}
-	for _, obj := range []client.Object{&helmv2.HelmRelease{}, &opsv1.ClusterBackup{}} {
-		if err == nil {
-			_, err = informers.GetInformer(ctx, obj)
-		}
-	}
+	informers, err = vmclusterstest.StartCache(ctx, env, &opsv1.ClusterBackup{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	go func() { _ = informers.Start(ctx) }()
-	if !informers.WaitForCacheSync(ctx) {
-		fmt.Fprintln(os.Stderr, "the informer cache did not sync")
 		return 1
 	}
 	return m.Run()

@@ -12,13 +12,11 @@ import (
 	"testing"
 	"time"
 
-	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -29,6 +27,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/troubleshoot"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters/vmclusterstest"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/testenv"
 )
@@ -50,25 +49,9 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	informers, err = cache.New(env.Config, cache.Options{
-		Scheme: env.Scheme,
-		ByObject: map[client.Object]cache.ByObject{
-			&helmv2.HelmRelease{}: {Label: labels.SelectorFromSet(labels.Set{vmclusters.LabelManagedBy: vmclusters.ManagedBy})},
-		},
-	})
-	if err == nil {
-		err = vmclusters.IndexUID(ctx, informers)
-	}
-	if err == nil {
-		_, err = informers.GetInformer(ctx, &helmv2.HelmRelease{})
-	}
+	informers, err = vmclusterstest.StartCache(ctx, env)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	go func() { _ = informers.Start(ctx) }()
-	if !informers.WaitForCacheSync(ctx) {
-		fmt.Fprintln(os.Stderr, "the informer cache did not sync")
 		return 1
 	}
 	return m.Run()
