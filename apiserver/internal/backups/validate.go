@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -127,16 +126,10 @@ func decodeCursor(token string) (*cursor, error) {
 func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 	req := ListRequest{PageSize: pagetoken.DefaultPageSize}
 	var violations []apierror.FieldViolation
-	if s := q.Get("page_size"); s != "" {
-		n, err := strconv.Atoi(s)
-		switch {
-		case err != nil:
-			violations = append(violations, apierror.Violation("page_size", "must be an integer"))
-		case n < 0 || n > pagetoken.MaxPageSize:
-			violations = append(violations, apierror.Violation("page_size", "must be between 0 and %d", pagetoken.MaxPageSize))
-		case n > 0:
-			req.PageSize = n
-		}
+	if size, problem := pagetoken.ParseSize(q.Get("page_size")); problem != "" {
+		violations = append(violations, apierror.Violation("page_size", "%s", problem))
+	} else {
+		req.PageSize = size
 	}
 	if tok := q.Get("page_token"); tok != "" {
 		c, err := decodeCursor(tok)

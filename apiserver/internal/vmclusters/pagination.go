@@ -3,7 +3,6 @@ package vmclusters
 import (
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
@@ -58,16 +57,10 @@ func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 			violations = append(violations, apierror.Violation("status", "must be one of CREATING, RUNNING, UPDATING, FAILED, DELETING"))
 		}
 	}
-	if s := q.Get("page_size"); s != "" {
-		n, err := strconv.Atoi(s)
-		switch {
-		case err != nil:
-			violations = append(violations, apierror.Violation("page_size", "must be an integer"))
-		case n < 0 || n > pagetoken.MaxPageSize:
-			violations = append(violations, apierror.Violation("page_size", "must be between 0 and %d", pagetoken.MaxPageSize))
-		case n > 0:
-			req.PageSize = n
-		}
+	if size, problem := pagetoken.ParseSize(q.Get("page_size")); problem != "" {
+		violations = append(violations, apierror.Violation("page_size", "%s", problem))
+	} else {
+		req.PageSize = size
 	}
 	if tok := q.Get("page_token"); tok != "" {
 		after, err := DecodePageToken(tok, req.Status)
