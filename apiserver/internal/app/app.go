@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
 	"github.com/tidbcloud/ops-server/apiserver/internal/chartvalues"
+	"github.com/tidbcloud/ops-server/apiserver/internal/components"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
@@ -86,12 +88,12 @@ type App struct {
 // document (or the other way round) fails it. bk is the backups service;
 // it may be left out where only the routes matter (that test).
 func APIs(vm vmclusters.Operations, up *upgrades.Service, bk ...*backups.Service) []server.API {
-	return APIsWith(vm, up, nil, bk...)
+	return APIsWith(vm, up, nil, nil, bk...)
 }
 
-// APIsWith is APIs with the troubleshooting service ts (nil where only
-// the routes matter).
-func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.Service, bk ...*backups.Service) []server.API {
+// APIsWith is APIs with the troubleshooting service ts and the
+// components service comps (nil where only the routes matter).
+func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.Service, comps components.Operations, bk ...*backups.Service) []server.API {
 	var b *backups.Service
 	if len(bk) > 0 {
 		b = bk[0]
@@ -102,6 +104,7 @@ func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.S
 		&upgrades.Handler{Svc: up},
 		&backups.Handler{Svc: b},
 		&troubleshoot.Handler{Svc: ts},
+		&components.Handler{Ops: comps},
 	}
 }
 
@@ -174,7 +177,17 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	up := &upgrades.Service{Reader: a.cache, Live: kube, Indexed: true, Writer: kube, Namespace: cfg.Upgrades.Namespace, Providers: registry, Caller: auth.CallerName}
 
-	source, err := a.chartSource(cfg.Chart)
+	local, err := a.localCharts()
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	source, err := a.chartSource(cfg.Chart, local)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	catalog, err := a.catalog(local)
 	if err != nil {
 		a.close()
 		return nil, err
@@ -194,6 +207,13 @@ func New(ctx context.Context, opts Options) (*App, error) {
 			BackupNamespaces: []string{cfg.Namespace, cfg.Backups.Namespace}, UpgradeNamespaces: []string{cfg.Upgrades.Namespace}},
 	}
 	up.VMClusters = svc
+	comps := &components.Service{
+		Store: &vmclusters.KubeStore{
+			Cache: a.cache, Index: releases, Client: kube, Namespace: cfg.Namespace, FieldManager: cfg.FieldManager,
+			CacheWait: 5 * time.Second, SourceLabels: components.Labels,
+		},
+		Catalog: catalog, Namespace: cfg.Namespace, Flux: cfg.Flux,
+	}
 	bk := &backups.Service{
 		Reader: a.cache, Writer: kube, Namespace: cfg.Backups.Namespace, VMClusters: svc,
 		Defaults: cfg.Backups, Caller: auth.CallerName, CacheWait: 5 * time.Second,
@@ -218,7 +238,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		DiagnosticsLogLines: tc.DiagnosticsLogLines, DiagnosticsMaxBytes: tc.DiagnosticsMaxBytes,
 	}
 
-	a.apis = APIsWith(svc, up, ts, bk)
+	a.apis = APIsWith(svc, up, ts, comps, bk)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.Collector())
 	a.echo, err = server.New(server.Options{
@@ -340,9 +360,9 @@ func restConfig(cfg *config.Config, override *rest.Config) (*rest.Config, error)
 	return rc, nil
 }
 
-// chartSource works out where charts come from; for a local chart it
-// packages the chart directories and opens the repository's listener.
-func (a *App) chartSource(c config.ChartConfig) (vmclusters.ChartSource, error) {
+// chartSource works out where the vmcluster chart comes from; a baked
+// chart is looked up among the packaged local charts.
+func (a *App) chartSource(c config.ChartConfig, local []*chartrepo.Chart) (vmclusters.ChartSource, error) {
 	src := vmclusters.ChartSource{Name: c.Name, DefaultVersion: c.Version, URL: c.Repository, SecretName: c.SecretName}
 	switch c.SourceType() {
 	case config.SourceOCI:
@@ -351,39 +371,42 @@ func (a *App) chartSource(c config.ChartConfig) (vmclusters.ChartSource, error) 
 	case config.SourceHTTPS:
 		return src, nil
 	}
-	repo := chartrepo.New()
-	charts, err := repo.AddDirs(c.LocalDir)
-	if err != nil {
-		return src, fmt.Errorf("packaging the charts in %s: %w", c.LocalDir, err)
-	}
+	return localSource(src, nil, local, c.LocalDir, a.repoURL)
+}
+
+// localSource fills src (Name and DefaultVersion set) from the packaged
+// charts: the default version (the highest when unset), the known
+// versions (only those of allowed, when not empty), their defaults and
+// values validators.
+func localSource(src vmclusters.ChartSource, allowed []string, charts []*chartrepo.Chart, dir, url string) (vmclusters.ChartSource, error) {
 	var best *semver.Version
 	for _, ch := range charts {
-		if ch.Name != c.Name {
+		if ch.Name != src.Name || (len(allowed) > 0 && !slices.Contains(allowed, ch.Version)) {
 			continue
 		}
 		v, err := semver.NewVersion(ch.Version)
 		if err != nil {
 			continue
 		}
-		if c.Version != "" && ch.Version == c.Version {
+		if src.DefaultVersion != "" && ch.Version == src.DefaultVersion {
 			best = v
 			break
 		}
-		if c.Version == "" && (best == nil || v.GreaterThan(best)) {
+		if src.DefaultVersion == "" && (best == nil || v.GreaterThan(best)) {
 			best = v
 		}
 	}
 	if best == nil {
-		if c.Version != "" {
-			return src, fmt.Errorf("no chart %q version %s in %s", c.Name, c.Version, c.LocalDir)
+		if src.DefaultVersion != "" {
+			return src, fmt.Errorf("no chart %q version %s in %s", src.Name, src.DefaultVersion, dir)
 		}
-		return src, fmt.Errorf("no chart %q in %s", c.Name, c.LocalDir)
+		return src, fmt.Errorf("no chart %q in %s", src.Name, dir)
 	}
 	src.DefaultVersion = best.Original()
 	src.Validators = map[string]vmclusters.ValuesValidator{}
 	src.Defaults = map[string]map[string]any{}
 	for _, ch := range charts {
-		if ch.Name != c.Name {
+		if ch.Name != src.Name || (len(allowed) > 0 && !slices.Contains(allowed, ch.Version)) {
 			continue
 		}
 		src.Versions = append(src.Versions, ch.Version)
@@ -394,10 +417,71 @@ func (a *App) chartSource(c config.ChartConfig) (vmclusters.ChartSource, error) 
 		}
 		src.Validators[ch.Version] = v
 	}
+	src.URL = url
+	return src, nil
+}
 
+// catalog builds the components' catalog (config.CatalogConfig).
+func (a *App) catalog(local []*chartrepo.Chart) (components.Catalog, error) {
+	cat := components.Catalog{Entries: map[string]components.Entry{}, VMClusterChart: a.cfg.Chart.Name}
+	for _, c := range a.cfg.Catalog.Charts {
+		src := vmclusters.ChartSource{Name: c.Name, DefaultVersion: c.Version, URL: c.Repository, SecretName: c.SecretName}
+		switch c.SourceType() {
+		case config.SourceOCI:
+			src.OCI, src.Insecure = true, c.Insecure
+			fallthrough
+		case config.SourceHTTPS:
+			// A remote repository cannot be asked: the allowed versions
+			// are the configured ones.
+			src.Versions = c.Versions
+			if len(src.Versions) == 0 {
+				src.Versions = []string{c.Version}
+			}
+		default:
+			var err error
+			if src, err = localSource(src, c.Versions, local, a.cfg.CatalogLocalDir(), a.repoURL); err != nil {
+				return cat, fmt.Errorf("catalog: %w", err)
+			}
+		}
+		cat.Entries[c.Name] = components.Entry{Source: src, Namespaces: c.Namespaces}
+	}
+	return cat, nil
+}
+
+// localCharts packages the baked charts (chart.localDir for a baked
+// vmcluster chart, catalog.localDir for baked catalog charts) and opens
+// the local repository's listener; none when nothing is baked.
+func (a *App) localCharts() ([]*chartrepo.Chart, error) {
+	if !a.cfg.HasLocalCharts() {
+		return nil, nil
+	}
+	var dirs []string
+	if a.cfg.Chart.SourceType() == config.SourceLocal {
+		dirs = append(dirs, a.cfg.Chart.LocalDir)
+	}
+	for _, c := range a.cfg.Catalog.Charts {
+		if c.SourceType() == config.SourceLocal && !slices.Contains(dirs, a.cfg.CatalogLocalDir()) {
+			dirs = append(dirs, a.cfg.CatalogLocalDir())
+		}
+	}
+	repo := chartrepo.New()
+	var charts []*chartrepo.Chart
+	seen := map[string]bool{}
+	for _, dir := range dirs {
+		added, err := repo.AddDirs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("packaging the charts in %s: %w", dir, err)
+		}
+		for _, ch := range added {
+			if key := ch.Name + "@" + ch.Version; !seen[key] {
+				seen[key] = true
+				charts = append(charts, ch)
+			}
+		}
+	}
 	ln, err := net.Listen("tcp", a.cfg.LocalRepository.ListenAddress)
 	if err != nil {
-		return src, fmt.Errorf("listening on %s for the local chart repository: %w", a.cfg.LocalRepository.ListenAddress, err)
+		return nil, fmt.Errorf("listening on %s for the local chart repository: %w", a.cfg.LocalRepository.ListenAddress, err)
 	}
 	a.repoListener = ln
 	a.repoServer = server.NewHTTPServer(repo, a.log.WithName("chartrepo"))
@@ -405,11 +489,10 @@ func (a *App) chartSource(c config.ChartConfig) (vmclusters.ChartSource, error) 
 	if a.repoURL == "" {
 		a.repoURL = "http://" + ln.Addr().String()
 	}
-	src.URL = a.repoURL
 	for _, ch := range charts {
 		a.log.Info("Serving local chart", "chart", ch.Name, "version", ch.Version, "url", a.repoURL)
 	}
-	return src, nil
+	return charts, nil
 }
 
 func (a *App) close() {

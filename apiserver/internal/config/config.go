@@ -67,6 +67,7 @@ type Config struct {
 
 	Log             LogConfig             `json:"log"`
 	Chart           ChartConfig           `json:"chart"`
+	Catalog         CatalogConfig         `json:"catalog"`
 	LocalRepository LocalRepositoryConfig `json:"localRepository"`
 	Flux            FluxConfig            `json:"flux"`
 	Upgrades        UpgradesConfig        `json:"upgrades"`
@@ -181,6 +182,145 @@ type ChartConfig struct {
 	// Endpoints are Go templates of the endpoints shown for a vmcluster,
 	// by endpoint name. See EndpointData for the fields.
 	Endpoints map[string]string `json:"endpoints"`
+}
+
+// CatalogConfig is the catalog of charts the components resource
+// (/api/v1/observability-ops/components, docs/components.md) may install.
+// Empty: no chart, every component request is refused.
+type CatalogConfig struct {
+	// LocalDir is a directory of chart directories (or one chart
+	// directory) baked into the image, packaged at start-up and served by
+	// the same local repository as chart.localDir. Empty: chart.localDir.
+	LocalDir string `json:"localDir"`
+	// Charts are the allowed charts.
+	Charts []CatalogChart `json:"charts"`
+}
+
+// CatalogChart is one chart of the catalog.
+type CatalogChart struct {
+	// Name is the chart name (and the catalog entry's name in requests).
+	Name string `json:"name"`
+	// Repository is an https://, http:// or oci:// repository URL. Empty:
+	// the chart is baked into the image (catalog.localDir).
+	Repository string `json:"repository"`
+	// Version is the default chart version of new components. Required
+	// with Repository; for a baked chart it defaults to the highest
+	// packaged version.
+	Version string `json:"version"`
+	// Versions are the allowed chart versions. Empty: for a baked chart
+	// every packaged version, for a repository Version only.
+	Versions []string `json:"versions"`
+	// Namespaces are the namespaces a component of this chart may be
+	// installed into (the request's namespace) besides the ops-server
+	// namespace (Config.Namespace), which is the default.
+	Namespaces []string `json:"namespaces"`
+	// Insecure allows plain http to an oci:// registry.
+	Insecure bool `json:"insecure"`
+	// SecretName is a Secret in Namespace with the repository credentials.
+	SecretName string `json:"secretName"`
+}
+
+// SourceType is SourceHTTPS, SourceOCI or SourceLocal.
+func (c CatalogChart) SourceType() string {
+	return ChartConfig{Repository: c.Repository}.SourceType()
+}
+
+// CatalogLocalDir is the directory the baked catalog charts are read
+// from.
+func (c *Config) CatalogLocalDir() string {
+	if c.Catalog.LocalDir != "" {
+		return c.Catalog.LocalDir
+	}
+	return c.Chart.LocalDir
+}
+
+// HasLocalCharts reports whether the local chart repository is needed:
+// the vmcluster chart or a catalog chart is baked into the image.
+func (c *Config) HasLocalCharts() bool {
+	if c.Chart.SourceType() == SourceLocal {
+		return true
+	}
+	for _, ch := range c.Catalog.Charts {
+		if ch.SourceType() == SourceLocal {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Config) validateCatalog() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	seen := map[string]bool{}
+	for i, ch := range c.Catalog.Charts {
+		at := fmt.Sprintf("catalog.charts[%d]", i)
+		if !chartNameRE.MatchString(ch.Name) || len(ch.Name) > 250 {
+			add("%s.name %q: not a valid chart name", at, ch.Name)
+		}
+		if seen[ch.Name] {
+			add("%s.name %q: listed twice", at, ch.Name)
+		}
+		seen[ch.Name] = true
+		if ch.Name == c.Chart.Name {
+			add("%s.name %q: the vmcluster chart (chart.name) is served by /vmclusters, not as a component", at, ch.Name)
+		}
+		for _, v := range append([]string{ch.Version}, ch.Versions...) {
+			if v == "" {
+				continue
+			}
+			if _, err := semver.StrictNewVersion(v); err != nil {
+				add("%s: version %q is not a semantic version: %v", at, v, err)
+			}
+		}
+		if ch.Version != "" && len(ch.Versions) > 0 && !slices.Contains(ch.Versions, ch.Version) {
+			add("%s.version %q: not one of versions", at, ch.Version)
+		}
+		if ch.SourceType() == SourceLocal {
+			if c.CatalogLocalDir() == "" {
+				add("%s: a baked chart needs catalog.localDir (or chart.localDir)", at)
+			}
+		} else {
+			if err := repositoryProblem(ch.Repository); err != "" {
+				add("%s.repository: %s", at, err)
+			}
+			if ch.Version == "" {
+				add("%s.version is required with a repository", at)
+			}
+		}
+		if ch.Insecure && ch.SourceType() != SourceOCI {
+			add("%s.insecure only applies to oci:// repositories", at)
+		}
+		if ch.SecretName != "" {
+			for _, msg := range validation.IsDNS1123Subdomain(ch.SecretName) {
+				add("%s.secretName %q: %s", at, ch.SecretName, msg)
+			}
+		}
+		for _, ns := range ch.Namespaces {
+			for _, msg := range validation.IsDNS1123Label(ns) {
+				add("%s.namespaces: %q: %s", at, ns, msg)
+			}
+		}
+	}
+	return errs
+}
+
+// repositoryProblem returns what is wrong with a chart repository URL,
+// empty if nothing.
+func repositoryProblem(repository string) string {
+	u, err := url.Parse(repository)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("not a URL: %v", err)
+	case u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "oci":
+		return fmt.Sprintf("%q: scheme must be https, http or oci", u.Redacted())
+	case u.Host == "":
+		return fmt.Sprintf("%q: host missing", u.Redacted())
+	case u.User != nil:
+		return "credentials do not belong in the URL; use secretName"
+	case u.RawQuery != "" || u.Fragment != "":
+		return fmt.Sprintf("%q: query and fragment are not allowed", u.Redacted())
+	}
+	return ""
 }
 
 // LocalRepositoryConfig configures the Helm repository the apiserver serves
@@ -594,7 +734,8 @@ func (c *Config) Validate() error {
 		add("log.format %q: must be json or console", c.Log.Format)
 	}
 	errs = append(errs, c.Chart.validate()...)
-	if c.Chart.SourceType() == SourceLocal {
+	errs = append(errs, c.validateCatalog()...)
+	if c.HasLocalCharts() {
 		if _, _, err := net.SplitHostPort(c.LocalRepository.ListenAddress); err != nil {
 			add("localRepository.listenAddress %q: %v", c.LocalRepository.ListenAddress, err)
 		}

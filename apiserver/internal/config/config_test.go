@@ -201,3 +201,61 @@ func TestBackupDestinationProblem(t *testing.T) {
 		})
 	}
 }
+
+func TestCatalog(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		yaml string
+		// wantErr is a substring of the error; empty: valid.
+		wantErr string
+	}{
+		{name: "none", yaml: ""},
+		{name: "baked and remote", yaml: `
+catalog:
+  charts:
+    - name: vmagent
+    - name: vector
+      repository: https://helm.vector.dev
+      version: 0.40.0
+      versions: [0.39.0, 0.40.0]
+      namespaces: [logging]
+    - name: operator
+      repository: oci://registry.example/charts
+      version: 1.0.0
+      insecure: true
+`},
+		{name: "the vmcluster chart is refused", yaml: "catalog:\n  charts:\n    - name: vmcluster\n", wantErr: "served by /vmclusters"},
+		{name: "twice", yaml: "catalog:\n  charts:\n    - name: a\n    - name: a\n", wantErr: `catalog.charts[1].name "a": listed twice`},
+		{name: "bad name", yaml: "catalog:\n  charts:\n    - name: A_b\n", wantErr: "catalog.charts[0].name"},
+		{name: "remote without version", yaml: "catalog:\n  charts:\n    - name: a\n      repository: https://charts.example\n", wantErr: "catalog.charts[0].version is required"},
+		{name: "default version not allowed", yaml: "catalog:\n  charts:\n    - name: a\n      version: 1.0.0\n      versions: [2.0.0]\n", wantErr: "not one of versions"},
+		{name: "bad version", yaml: "catalog:\n  charts:\n    - name: a\n      versions: [latest]\n", wantErr: "not a semantic version"},
+		{name: "credentials in URL", yaml: "catalog:\n  charts:\n    - name: a\n      version: 1.0.0\n      repository: https://u:p@charts.example\n", wantErr: "credentials do not belong"},
+		{name: "insecure https", yaml: "catalog:\n  charts:\n    - name: a\n      version: 1.0.0\n      repository: https://charts.example\n      insecure: true\n", wantErr: "insecure only applies"},
+		{name: "bad namespace", yaml: "catalog:\n  charts:\n    - name: a\n      namespaces: [Bad]\n", wantErr: "catalog.charts[0].namespaces"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			cfg, err := config.Parse([]byte(tc.yaml))
+			g.Expect(err).NotTo(HaveOccurred())
+			err = cfg.Validate()
+			if tc.wantErr == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tc.wantErr)))
+		})
+	}
+}
+
+func TestCatalogLocalDir(t *testing.T) {
+	g := NewWithT(t)
+	cfg := config.Default()
+	g.Expect(cfg.CatalogLocalDir()).To(Equal(cfg.Chart.LocalDir), "defaults to chart.localDir")
+	cfg.Catalog.LocalDir = "/etc/catalog"
+	g.Expect(cfg.CatalogLocalDir()).To(Equal("/etc/catalog"))
+	cfg.Chart.Repository, cfg.Chart.Version = "https://charts.example", "1.0.0"
+	g.Expect(cfg.HasLocalCharts()).To(BeFalse())
+	cfg.Catalog.Charts = []config.CatalogChart{{Name: "vmagent"}}
+	g.Expect(cfg.HasLocalCharts()).To(BeTrue(), "a baked catalog chart needs the local repository")
+}

@@ -168,8 +168,12 @@ var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4
 func (s *Service) resolve(ctx context.Context, id string) (*helmv2.HelmRelease, error) {
 	if uuidRE.MatchString(id) {
 		hr, err := s.Store.GetByUID(ctx, id)
-		if err == nil {
+		if err == nil && IsManaged(hr) {
 			return hr, nil
+		}
+		if err == nil {
+			// Another resource's release (a component's).
+			return nil, notFound(id)
 		}
 		if !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("looking up vmcluster by id: %w", err)
@@ -184,6 +188,11 @@ func (s *Service) resolve(ctx context.Context, id string) (*helmv2.HelmRelease, 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("looking up vmcluster by name: %w", err)
+	}
+	if !IsManaged(hr) {
+		// The cache holds every release ops-server manages, components'
+		// too: those are not vmclusters.
+		return nil, notFound(id)
 	}
 	return hr, nil
 }

@@ -44,6 +44,9 @@ type KubeStore struct {
 	FieldManager string
 	// CacheWait bounds WaitForCache.
 	CacheWait time.Duration
+	// SourceLabels are the labels of the HelmRepositories of a release,
+	// which DeleteSources deletes; nil: Labels (a vmcluster's).
+	SourceLabels func(name string) map[string]string
 }
 
 var _ Store = (*KubeStore)(nil)
@@ -162,7 +165,14 @@ func (s *KubeStore) ApplySource(ctx context.Context, repo *sourcev1.HelmReposito
 // DeleteSources implements Store.
 func (s *KubeStore) DeleteSources(ctx context.Context, name string) error {
 	return s.Client.DeleteAllOf(ctx, &sourcev1.HelmRepository{}, client.InNamespace(s.Namespace),
-		client.MatchingLabels(Labels(name)), client.PropagationPolicy(metav1.DeletePropagationBackground))
+		client.MatchingLabels(s.sourceLabels(name)), client.PropagationPolicy(metav1.DeletePropagationBackground))
+}
+
+func (s *KubeStore) sourceLabels(name string) map[string]string {
+	if s.SourceLabels != nil {
+		return s.SourceLabels(name)
+	}
+	return Labels(name)
 }
 
 // WaitForCache implements Store. It gives up silently after CacheWait:

@@ -120,6 +120,8 @@ func start(t *testing.T) *fixture {
 	root, err := testenv.RepoRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	cfg.Chart.LocalDir = filepath.Join(root, "deploy", "charts", "vmcluster")
+	cfg.Catalog.LocalDir = filepath.Join(root, "apiserver", "test", "integration", "testdata", "catalog")
+	cfg.Catalog.Charts = []config.CatalogChart{{Name: "greeter"}}
 	cfg.Auth.TokenFile = tokens
 	cfg.Auth.RateLimitQPS = 0
 	g.Expect(cfg.Validate()).To(Succeed())
@@ -227,6 +229,17 @@ type request struct {
 
 const vmclustersPath = "/api/v1/observability-ops/vmclusters"
 
+const componentsPath = "/api/v1/observability-ops/components"
+
+func (f *fixture) component(name string) string {
+	var v struct {
+		ID string `json:"id"`
+	}
+	out := f.admin(http.MethodPost, componentsPath, fmt.Sprintf(`{"name":%q,"chart":"greeter"}`, name))
+	NewWithT(f.t).Expect(json.Unmarshal(out, &v)).To(Succeed())
+	return v.ID
+}
+
 const upgradeRequest = `{"k8sClusterName": "dev-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.30",
   "nodeGroupUpgrades": [{"nodeGroupName": "observability-ng", "strategy": "in-place", "requiresVMStorageRollout": false}]}`
 
@@ -299,6 +312,20 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 		return request{path: vmclustersPath, body: fmt.Sprintf(`{"name":%q}`, name), initiatedBy: func(user string) {
 			f.annotation(&helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}}, user)
 		}}, true
+	case "components.create":
+		return request{path: componentsPath, body: fmt.Sprintf(`{"name":%q,"chart":"greeter"}`, name), initiatedBy: func(user string) {
+			f.annotation(&helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.ns}}, user)
+		}}, true
+	case "components.list":
+		return request{path: componentsPath + "?page_size=5"}, true
+	case "components.get":
+		id := f.component(name)
+		return request{path: componentsPath + "/" + id, missingPath: componentsPath + "/no-such-component"}, true
+	case "components.update":
+		id := f.component(name)
+		return request{path: componentsPath + "/" + id, body: `{"values":{"message":"hi"}}`}, true
+	case "components.delete":
+		return request{path: componentsPath + "/" + f.component(name)}, true
 	case "vmclusters.list":
 		return request{path: vmclustersPath + "?page_size=5"}, true
 	case "vmclusters.get":

@@ -163,3 +163,11 @@ providers' configuration file and the simulated cloud.
     defaultMode: 0440
 {{- end }}
 {{- end }}
+
+{{/*
+The cluster-scoped kinds the catalog's charts render (rbac-server.yaml,
+helm-controller-charts-cluster), as RBAC rules; empty: none. The vmcluster
+chart renders none; e2e/deploy/catalogrbac checks this list.
+*/}}
+{{- define "ops-server.catalogClusterRules" -}}
+{{- end }}

@@ -1,0 +1,122 @@
+package components
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/server"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+)
+
+// BasePath is the collection path.
+const BasePath = "/api/v1/observability-ops/components"
+
+// Resource is the permission resource of the routes.
+const Resource = "components"
+
+// Operations is what the handler needs from the service.
+type Operations interface {
+	Create(ctx context.Context, req CreateRequest) (Component, error)
+	Get(ctx context.Context, id string) (Component, error)
+	List(ctx context.Context, req vmclusters.ListRequest) (ListResponse, error)
+	Update(ctx context.Context, id string, req UpdateRequest) (Component, error)
+	Delete(ctx context.Context, id string, pre vmclusters.Precondition) (Component, error)
+}
+
+// Handler binds and validates HTTP requests and calls the service.
+type Handler struct {
+	Ops Operations
+}
+
+// Routes implements server.API.
+func (h *Handler) Routes() []server.Route {
+	item := BasePath + "/:componentId"
+	return []server.Route{
+		{Method: http.MethodPost, Path: BasePath, Name: "components.create", Handler: h.create, Resource: Resource, Verb: "create"},
+		{Method: http.MethodGet, Path: BasePath, Name: "components.list", Handler: h.list, Resource: Resource, Verb: "list"},
+		{Method: http.MethodGet, Path: item, Name: "components.get", Handler: h.get, Resource: Resource, Verb: "get"},
+		{Method: http.MethodPut, Path: item, Name: "components.update", Handler: h.update, Resource: Resource, Verb: "update"},
+		{Method: http.MethodDelete, Path: item, Name: "components.delete", Handler: h.delete, Resource: Resource, Verb: "delete"},
+	}
+}
+
+func (h *Handler) create(c echo.Context) error {
+	body, err := server.ReadBody(c)
+	if err != nil {
+		return err
+	}
+	req, verr := DecodeCreate(body, c.Request().Header.Get(IdempotencyHeader))
+	if verr != nil {
+		return verr
+	}
+	v, err := h.Ops.Create(c.Request().Context(), req)
+	if err != nil {
+		return err
+	}
+	return respond(c, http.StatusAccepted, v)
+}
+
+func (h *Handler) list(c echo.Context) error {
+	req, verr := vmclusters.ParseList(c.QueryParams())
+	if verr != nil {
+		return verr
+	}
+	out, err := h.Ops.List(c.Request().Context(), req)
+	if err != nil {
+		return err
+	}
+	if out.Components == nil {
+		out.Components = []Component{}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h *Handler) get(c echo.Context) error {
+	v, err := h.Ops.Get(c.Request().Context(), c.Param("componentId"))
+	if err != nil {
+		return err
+	}
+	return respond(c, http.StatusOK, v)
+}
+
+func (h *Handler) update(c echo.Context) error {
+	body, err := server.ReadBody(c)
+	if err != nil {
+		return err
+	}
+	req, verr := DecodeUpdate(body)
+	if verr != nil {
+		return verr
+	}
+	req.Precondition, verr = vmclusters.ParseIfMatch(c.Request().Header.Values("If-Match"), req.ETag)
+	if verr != nil {
+		return verr
+	}
+	v, err := h.Ops.Update(c.Request().Context(), c.Param("componentId"), req)
+	if err != nil {
+		return err
+	}
+	return respond(c, http.StatusAccepted, v)
+}
+
+func (h *Handler) delete(c echo.Context) error {
+	pre, verr := vmclusters.ParseIfMatch(c.Request().Header.Values("If-Match"), nil)
+	if verr != nil {
+		return verr
+	}
+	v, err := h.Ops.Delete(c.Request().Context(), c.Param("componentId"), pre)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, v)
+}
+
+// respond writes one component with its ETag header.
+func respond(c echo.Context, code int, v Component) error {
+	if v.ETag != "" {
+		c.Response().Header().Set("ETag", vmclusters.HeaderETag(v.ETag))
+	}
+	return c.JSON(code, v)
+}
