@@ -530,6 +530,18 @@ func TestDockerfile(t *testing.T) {
 	g.Expect(yaml.Unmarshal(vb, &values)).To(Succeed())
 	localDir := values["apiserver"].(map[string]any)["chart"].(map[string]any)["localDir"].(string)
 	g.Expect(df).To(ContainSubstring("COPY deploy/charts/vmcluster " + localDir + "/vmcluster"))
+	// Every catalog chart (every chart but ops-server) is baked in.
+	entries, err := os.ReadDir(filepath.Join(root, "deploy", "charts"))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == "ops-server" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(root, "deploy", "charts", e.Name(), "Chart.yaml")); err != nil {
+			continue
+		}
+		g.Expect(df).To(ContainSubstring("COPY deploy/charts/"+e.Name()+" "+localDir+"/"+e.Name()), "catalog chart %s is not baked into the image", e.Name())
+	}
 }
 
 // --- helpers ---
