@@ -89,7 +89,7 @@ func TestComponentCatalogPolicy(t *testing.T) {
 
 	for _, hr := range []*helmv2.HelmRelease{
 		release(ns, "a", "greeter", "0.1.0", ""),
-		release(ns, "b", "vmagent", "9.9.9", ""),      // a baked chart without versions: any
+		release(ns, "b", "vmagent", "9.9.9", ""),       // a baked chart without versions: any
 		release(ns, "c", "vector", "1.0.0", "logging"), // an allowed target namespace
 		release(ns, "", "nginx", "1.0.0", ""),          // not a component
 		release(other, "d", "nginx", "1.0.0", ""),      // not in the vmcluster namespace
