@@ -1,0 +1,149 @@
+package stories
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tidbcloud/ops-server/e2e/stack"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+)
+
+// restoreCluster is the vmcluster of the restore stories.
+const restoreCluster = "restored"
+
+// storyRestore: 10,000 samples written into a two-replica vmcluster are
+// backed up (a ClusterBackup through REST, as story 4); then 1,000 more
+// samples are written and some series deleted; a ClusterRestore brings
+// the vmcluster back to the backup — with ops-operator killed while a
+// replica is being restored — and exactly the first 10,000 samples are
+// readable through the select endpoint again. Each replica's vmstorage
+// process was really stopped (the stack's backer honours the hold) and
+// vmrestore ran exactly once per replica.
+func storyRestore(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	base := vmclusters + "/" + restoreCluster
+	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+		"name": restoreCluster, "values": map[string]any{"vmstorage": map[string]any{"replicaCount": 2}},
+	})
+	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
+	t.Cleanup(func() { call(t, http.MethodDelete, base, nil) })
+	running := waitVMCluster(t, restoreCluster, "RUNNING", 3*time.Minute)
+	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-"+restoreCluster, 2) }, 3*time.Minute, time.Second).Should(Succeed())
+	remoteWrite, _ := field(running, "endpoints.remote_write").(string)
+	prometheus, _ := field(running, "endpoints.prometheus").(string)
+
+	const metric = "restore_story"
+	samples := fmt.Sprintf(`sum(count_over_time(%s[1d]))`, metric)
+	series := fmt.Sprintf(`count(last_over_time(%s[1d]))`, metric)
+	now := time.Now()
+	g.Eventually(func() error {
+		return stack.WriteSamples(ctx, stack.ImportURL(remoteWrite), metric, 100, 100, now.Add(-time.Hour))
+	}, 2*time.Minute, time.Second).Should(Succeed())
+	g.Eventually(func() (float64, error) { return stack.QueryScalar(ctx, prometheus, samples) }, 2*time.Minute, time.Second).Should(Equal(10000.0))
+
+	// The backup, through REST.
+	g.Expect(os.MkdirAll(st.BackupRoot(), 0o755)).To(Succeed())
+	dest, err := os.MkdirTemp(st.BackupRoot(), "restore-story-")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = os.RemoveAll(dest) })
+	code, body = call(t, http.MethodPost, base+"/backups", map[string]any{"destination": map[string]any{"url": "fs://" + dest}})
+	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
+	backupID := strings.TrimPrefix(body["name"].(string), "vmclusters/"+restoreCluster+"/backups/")
+	g.Eventually(func(g Gomega) {
+		code, body := call(t, http.MethodGet, base+"/backups/"+backupID, nil)
+		g.Expect(code).To(Equal(http.StatusOK), "%v", body)
+		g.Expect(body["phase"]).To(Equal("Succeeded"), "%v", body)
+	}, 3*time.Minute, time.Second).Should(Succeed())
+
+	// After the backup: 1,000 samples more (10 new series) and 20 series
+	// deleted.
+	g.Expect(stack.WriteSamplesFrom(ctx, stack.ImportURL(remoteWrite), metric, 100, 10, 100, now)).To(Succeed())
+	del := strings.Replace(prometheus, "/select/", "/delete/", 1) + "/api/v1/admin/tsdb/delete_series?" +
+		url.Values{"match[]": {metric + `{series=~"[0-9]"}`, metric + `{series=~"1[0-9]"}`}}.Encode()
+	resp, err := http.Post(del, "", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	_ = resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusNoContent), "POST %s", del)
+	g.Eventually(func() (float64, error) { return stack.QueryScalar(ctx, prometheus, series) }, time.Minute, time.Second).Should(Equal(90.0))
+	g.Expect(stack.QueryScalar(ctx, prometheus, samples)).To(Equal(9000.0))
+
+	// The restore, applied as a custom resource; ops-operator killed
+	// while a replica is being restored.
+	rs := &opsv1.ClusterRestore{}
+	rs.Namespace, rs.Name = obs, "restore-story"
+	rs.Spec.Backup = backupID
+	g.Expect(st.Env.Client.Create(ctx, rs)).To(Succeed())
+	key := client.ObjectKeyFromObject(rs)
+	held := map[string]bool{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(st.Env.Client.Get(ctx, key, rs)).To(Succeed())
+		// While a replica is held its Pod is NotReady and its process
+		// gone (the backer says so on the Pod).
+		pods := &corev1.PodList{}
+		g.Expect(st.Env.Client.List(ctx, pods, client.InNamespace(obs), client.MatchingLabels{"app.kubernetes.io/name": "vmstorage", "app.kubernetes.io/instance": restoreCluster})).To(Succeed())
+		for _, p := range pods.Items {
+			if p.Annotations[stack.StoppedAnnotation] == "true" {
+				held[p.Name] = true
+			}
+		}
+		g.Expect(rs.Status.Phase).To(Equal(opsv1.RestorePhaseRunning), "%s", describeRestore(rs))
+	}, 2*time.Minute, 100*time.Millisecond).Should(Succeed())
+	st.StopOperator()
+	g.Expect(st.StartOperator(ctx)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(st.Env.Client.Get(ctx, key, rs)).To(Succeed())
+		pods := &corev1.PodList{}
+		g.Expect(st.Env.Client.List(ctx, pods, client.InNamespace(obs), client.MatchingLabels{"app.kubernetes.io/name": "vmstorage", "app.kubernetes.io/instance": restoreCluster})).To(Succeed())
+		for _, p := range pods.Items {
+			if p.Annotations[stack.StoppedAnnotation] == "true" {
+				held[p.Name] = true
+			}
+		}
+		g.Expect(rs.Status.Phase).To(Equal(opsv1.RestorePhaseSucceeded), "%s", describeRestore(rs))
+	}, 4*time.Minute, 200*time.Millisecond).Should(Succeed())
+	g.Expect(rs.Status.Replicas).To(HaveLen(2))
+	g.Expect(rs.Status.Progress).To(Equal("2/2"))
+	for _, rep := range rs.Status.Replicas {
+		g.Expect(held).To(HaveKey(rep.Pod), "the vmstorage process of %s was stopped", rep.Pod)
+		g.Expect(rep.FromPod).To(Equal(rep.Pod))
+		g.Expect(rep.Source).To(Equal("fs://" + dest + "/" + restoreCluster + "/" + backupID + "/" + rep.Pod))
+	}
+	// vmrestore ran exactly once per replica, across the operator restart.
+	raw, err := os.ReadFile(st.RestoreStartsLog())
+	g.Expect(err).NotTo(HaveOccurred())
+	runs := map[string]int{}
+	for _, line := range strings.Fields(string(raw)) {
+		runs[line]++
+	}
+	for _, rep := range rs.Status.Replicas {
+		g.Expect(runs[obs+"/"+rep.RunID]).To(Equal(1), "runs of %s: %v", rep.RunID, runs)
+	}
+
+	// Exactly the backed-up samples: the deleted series are back, the
+	// later ones gone.
+	g.Eventually(func() (float64, error) { return stack.QueryScalar(ctx, prometheus, series) }, 2*time.Minute, time.Second).Should(Equal(100.0))
+	g.Expect(stack.QueryScalar(ctx, prometheus, samples)).To(Equal(10000.0))
+}
+
+func describeRestore(rs *opsv1.ClusterRestore) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "phase=%s progress=%s", rs.Status.Phase, rs.Status.Progress)
+	for _, c := range rs.Status.Conditions {
+		fmt.Fprintf(&sb, "\n  %s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+	}
+	for _, r := range rs.Status.Replicas {
+		fmt.Fprintf(&sb, "\n  %s %s from=%s run=%s err=%q", r.Pod, r.State, r.FromPod, r.RunID, r.Error)
+	}
+	return sb.String()
+}
