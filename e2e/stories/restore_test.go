@@ -75,8 +75,10 @@ func storyRestore(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	_ = resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusNoContent), "POST %s", del)
-	g.Eventually(func() (float64, error) { return stack.QueryScalar(ctx, prometheus, series) }, time.Minute, time.Second).Should(Equal(90.0))
-	g.Expect(stack.QueryScalar(ctx, prometheus, samples)).To(Equal(9000.0))
+	g.Eventually(func(g Gomega) {
+		g.Expect(stack.QueryScalar(ctx, prometheus, series)).To(Equal(90.0))
+		g.Expect(stack.QueryScalar(ctx, prometheus, samples)).To(Equal(9000.0))
+	}, time.Minute, time.Second).Should(Succeed())
 
 	// The restore, applied as a custom resource; ops-operator killed
 	// while a replica is being restored.
@@ -132,8 +134,10 @@ func storyRestore(t *testing.T) {
 
 	// Exactly the backed-up samples: the deleted series are back, the
 	// later ones gone.
-	g.Eventually(func() (float64, error) { return stack.QueryScalar(ctx, prometheus, series) }, 2*time.Minute, time.Second).Should(Equal(100.0))
-	g.Expect(stack.QueryScalar(ctx, prometheus, samples)).To(Equal(10000.0))
+	g.Eventually(func(g Gomega) {
+		g.Expect(stack.QueryScalar(ctx, prometheus, series)).To(Equal(100.0))
+		g.Expect(stack.QueryScalar(ctx, prometheus, samples)).To(Equal(10000.0))
+	}, 2*time.Minute, time.Second).Should(Succeed())
 }
 
 func describeRestore(rs *opsv1.ClusterRestore) string {
