@@ -37,10 +37,10 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
-	"github.com/tidbcloud/ops-server/apiserver/internal/restores"
 	"github.com/tidbcloud/ops-server/apiserver/internal/chartvalues"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
+	"github.com/tidbcloud/ops-server/apiserver/internal/restores"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/troubleshoot"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
