@@ -23,8 +23,8 @@ const restoreCluster = "restored"
 
 // storyRestore: 10,000 samples written into a two-replica vmcluster are
 // backed up (a ClusterBackup through REST, as story 4); then 1,000 more
-// samples are written and some series deleted; a ClusterRestore brings
-// the vmcluster back to the backup — with ops-operator killed while a
+// samples are written and some series deleted; a restore through REST (a
+// ClusterRestore) brings the vmcluster back to the backup — with ops-operator killed while a
 // replica is being restored — and exactly the first 10,000 samples are
 // readable through the select endpoint again. Each replica's vmstorage
 // process was really stopped (the stack's backer honours the hold) and
@@ -80,13 +80,26 @@ func storyRestore(t *testing.T) {
 		g.Expect(stack.QueryScalar(ctx, prometheus, samples)).To(Equal(9000.0))
 	}, time.Minute, time.Second).Should(Succeed())
 
-	// The restore, applied as a custom resource; ops-operator killed
-	// while a replica is being restored.
+	// The restore, through REST; a mapping that does not fit is a 400
+	// naming the field, and creates nothing.
+	restores := base + "/restores"
+	code, body = call(t, http.MethodPost, restores, map[string]any{"backup": backupID,
+		"replica_mapping": []any{map[string]any{"replica": 0, "from_replica": 1}}})
+	g.Expect(code).To(Equal(http.StatusBadRequest), "%v", body)
+	g.Expect(fmt.Sprint(body)).To(ContainSubstring("replica_mapping"))
+	g.Expect(fmt.Sprint(body)).To(ContainSubstring("replicaMapping must name every vmstorage replica of the VMCluster (0, 1)"))
+	code, body = call(t, http.MethodGet, restores, nil)
+	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
+	g.Expect(body["restores"]).To(BeEmpty())
+	code, body = call(t, http.MethodPost, restores, map[string]any{"backup": backupID})
+	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
+	g.Expect(body["phase"]).To(Equal("Pending"))
+	g.Expect(body["strategy"]).To(Equal("OneAtATime"))
+	restoreID := strings.TrimPrefix(body["name"].(string), "vmclusters/"+restoreCluster+"/restores/")
+
+	// ops-operator killed while a replica is being restored.
 	rs := &opsv1.ClusterRestore{}
-	rs.Namespace, rs.Name = obs, "restore-story"
-	rs.Spec.Backup = backupID
-	g.Expect(st.Env.Client.Create(ctx, rs)).To(Succeed())
-	key := client.ObjectKeyFromObject(rs)
+	key := client.ObjectKey{Namespace: obs, Name: restoreID}
 	held := map[string]bool{}
 	g.Eventually(func(g Gomega) {
 		g.Expect(st.Env.Client.Get(ctx, key, rs)).To(Succeed())
@@ -114,6 +127,10 @@ func storyRestore(t *testing.T) {
 		}
 		g.Expect(rs.Status.Phase).To(Equal(opsv1.RestorePhaseSucceeded), "%s", describeRestore(rs))
 	}, 4*time.Minute, 200*time.Millisecond).Should(Succeed())
+	code, body = call(t, http.MethodGet, restores+"/"+restoreID, nil)
+	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
+	g.Expect(body["phase"]).To(Equal("Succeeded"), "%v", body)
+	g.Expect(body["progress"]).To(Equal("2/2"))
 	g.Expect(rs.Status.Replicas).To(HaveLen(2))
 	g.Expect(rs.Status.Progress).To(Equal("2/2"))
 	for _, rep := range rs.Status.Replicas {
