@@ -17,7 +17,9 @@ import (
 
 var vmc = types.NamespacedName{Namespace: "observability", Name: "vmc"}
 
-func created(sec int) metav1.Time { return metav1.NewTime(time.Date(2026, 5, 6, 0, 0, sec, 0, time.UTC)) }
+func created(sec int) metav1.Time {
+	return metav1.NewTime(time.Date(2026, 5, 6, 0, 0, sec, 0, time.UTC))
+}
 
 func aRestore(name string, sec int, claimed bool, states ...opsv1.ReplicaRestoreState) *opsv1.ClusterRestore {
 	rs := &opsv1.ClusterRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "observability", Name: name, UID: types.UID(name), CreationTimestamp: created(sec)},
