@@ -153,6 +153,9 @@ type backedPod struct {
 	// wasHealthy: the process answered /health since it started (an
 	// Unhealthy Event is for a process that stopped answering).
 	wasHealthy bool
+	// held: the Pod carries HoldAnnotation and its process was stopped
+	// for it (vmstorage.go).
+	held bool
 }
 
 // ref is the Pod of bp, for its Events.
@@ -342,7 +345,10 @@ func (b *podBacker) sync(ctx context.Context) {
 			b.procs[k] = bp
 			b.mu.Unlock()
 		}
-		b.run(k, bp)
+		held := b.hold(k, p, bp)
+		if !held {
+			b.run(k, bp)
+		}
 		healthy := b.healthy(ctx, bp)
 		b.mu.Lock()
 		lost := bp.wasHealthy && !healthy && bp.healthy
@@ -455,12 +461,20 @@ func (b *podBacker) healthy(ctx context.Context, bp *backedPod) bool {
 // patches name the Pod's UID, so they never land on a Pod re-created
 // under the same name.
 func (b *podBacker) report(ctx context.Context, p *corev1.Pod, bp *backedPod) error {
-	ann := map[string]string{VMStorageEndpointAnnotation: bp.endpoint, PortsAnnotation: portList(bp.ports)}
+	ann := map[string]any{VMStorageEndpointAnnotation: bp.endpoint, PortsAnnotation: portList(bp.ports)}
 	if bp.dataDir != "" {
 		ann[VMStorageDataPathAnnotation] = bp.dataDir
 	}
+	b.mu.Lock()
+	held := bp.held
+	b.mu.Unlock()
+	if held {
+		ann[StoppedAnnotation] = "true"
+	} else if _, ok := p.Annotations[StoppedAnnotation]; ok {
+		ann[StoppedAnnotation] = nil
+	}
 	for k, v := range ann {
-		if p.Annotations[k] != v {
+		if cur, ok := p.Annotations[k]; (v == nil && ok) || (v != nil && cur != v) {
 			if err := b.patch(ctx, p, map[string]any{"metadata": map[string]any{"uid": p.UID, "annotations": ann}}); err != nil {
 				return err
 			}

@@ -108,6 +108,10 @@ func (s *Stack) StartOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	vmrestore, err := testenv.Binary("vmrestore")
+	if err != nil {
+		return err
+	}
 	metrics, err := testenv.FreePort()
 	if err != nil {
 		return err
@@ -124,6 +128,7 @@ func (s *Stack) StartOperator(ctx context.Context) error {
 		"--backup-local-storage-root=" + s.VMStorageRoot(),
 		"--backup-fs-roots=" + s.BackupRoot(),
 		"--vmbackup-binary=" + vmbackup,
+		"--vmrestore-binary=" + vmrestore,
 	}, OperatorArgs...), []string{"KUBECONFIG=" + s.Env.KubeconfigPath})
 	if err != nil {
 		return err
@@ -144,6 +149,14 @@ func (s *Stack) StopOperator() {
 // written under (--backup-fs-roots of both binaries), in the state
 // directory; it is also the stack's default backup destination.
 func (s *Stack) BackupRoot() string { return filepath.Join(s.stateDir, "backups") }
+
+// RestoreStartsLog is the file where ops-operator's local runner records
+// every vmrestore run it starts, one "<namespace>/<run id>" line each,
+// across operator restarts (restore.NewLocalRunner: the backup state
+// directory's .restores/starts.log).
+func (s *Stack) RestoreStartsLog() string {
+	return filepath.Join(s.stateDir, "vmbackup", ".restores", "starts.log")
+}
 
 // APIAddress is where the local stack serves the REST API.
 const APIAddress = "127.0.0.1:8080"

@@ -24,9 +24,15 @@ func ImportURL(remoteWrite string) string {
 // and one sample per second, value = its index, the last one a second
 // before end.
 func WriteSamples(ctx context.Context, importURL, metric string, series, perSeries int, end time.Time) error {
+	return WriteSamplesFrom(ctx, importURL, metric, 0, series, perSeries, end)
+}
+
+// WriteSamplesFrom is WriteSamples for the series first to
+// first+series-1.
+func WriteSamplesFrom(ctx context.Context, importURL, metric string, first, series, perSeries int, end time.Time) error {
 	var b strings.Builder
 	last := end.Add(-time.Second).UnixMilli()
-	for i := range series {
+	for i := first; i < first+series; i++ {
 		for j := range perSeries {
 			fmt.Fprintf(&b, "%s{series=\"%d\"} %d %d\n", metric, i, j, last-int64(perSeries-1-j)*1000)
 		}

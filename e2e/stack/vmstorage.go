@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The annotations the backer (backer.go) sets on each Pod it backs with a
@@ -22,7 +24,50 @@ const (
 	VMStorageEndpointAnnotation = "local.ops.observability.tidbcloud.com/http-endpoint"
 	// VMStorageDataPathAnnotation: the process's -storageDataPath.
 	VMStorageDataPathAnnotation = "local.ops.observability.tidbcloud.com/storage-data-path"
+	// HoldAnnotation: set by ops-operator on a vmstorage Pod it restores
+	// (HoldAnnotation in operator/internal/controller/restore): the
+	// backer stops the Pod's process and does not start it again while
+	// the annotation is there, as the kubelet would not run a stopped
+	// container.
+	HoldAnnotation = "ops.observability.tidbcloud.com/vmstorage-hold"
+	// StoppedAnnotation: "true" once the process of a held Pod has
+	// exited; removed when it runs again. ops-operator writes the
+	// Pod's volume only then.
+	StoppedAnnotation = "local.ops.observability.tidbcloud.com/stopped"
 )
+
+// hold stops the process of a vmstorage Pod that carries HoldAnnotation
+// and keeps it stopped; it reports whether the Pod is held. A release
+// (the annotation removed) lets run start the process again, on
+// whatever ops-operator restored into its data directory.
+func (b *podBacker) hold(k types.NamespacedName, p *corev1.Pod, bp *backedPod) bool {
+	if bp.comp.name != "vmstorage" || p.Annotations[HoldAnnotation] == "" {
+		b.mu.Lock()
+		wasHeld := bp.held
+		bp.held = false
+		b.mu.Unlock()
+		if wasHeld {
+			b.logf("vmstorage for Pod %s released", k)
+		}
+		return false
+	}
+	b.mu.Lock()
+	proc, already := bp.proc, bp.held
+	b.mu.Unlock()
+	if proc != nil {
+		b.logf("vmstorage for Pod %s held by %s: stopping it", k, p.Annotations[HoldAnnotation])
+		_ = proc.Stop(30 * time.Second)
+		b.mu.Lock()
+		bp.proc, bp.wasHealthy, bp.healthy = nil, false, false
+		b.mu.Unlock()
+	}
+	if !already {
+		b.mu.Lock()
+		bp.held = true
+		b.mu.Unlock()
+	}
+	return true
+}
 
 // dataDir is where the vmstorage process of Pod p keeps its data: inside
 // the provisioner's directory of the Pod's claim, or for a Pod without one

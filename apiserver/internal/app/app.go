@@ -42,6 +42,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/components"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
+	"github.com/tidbcloud/ops-server/apiserver/internal/restores"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/troubleshoot"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
@@ -95,14 +96,17 @@ func APIs(vm vmclusters.Operations, up *upgrades.Service, bk ...*backups.Service
 // components service comps (nil where only the routes matter).
 func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.Service, comps components.Operations, bk ...*backups.Service) []server.API {
 	var b *backups.Service
+	var rs *restores.Service
 	if len(bk) > 0 {
 		b = bk[0]
+		rs = &restores.Service{Backups: b}
 	}
 	return []server.API{
 		openapi.API{},
 		&vmclusters.Handler{Ops: vm},
 		&upgrades.Handler{Svc: up},
 		&backups.Handler{Svc: b},
+		&restores.Handler{Svc: rs},
 		&troubleshoot.Handler{Svc: ts},
 		&components.Handler{Ops: comps},
 	}
@@ -170,6 +174,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	if _, err := a.cache.GetInformer(ctx, &opsv1.ClusterBackup{}); err != nil {
 		return nil, fmt.Errorf("creating ClusterBackup informer: %w", err)
+	}
+	if _, err := a.cache.GetInformer(ctx, &opsv1.ClusterRestore{}); err != nil {
+		return nil, fmt.Errorf("creating ClusterRestore informer: %w", err)
 	}
 	registry, err := cloudRegistry(ctx, cfg.Upgrades, kube)
 	if err != nil {

@@ -292,6 +292,49 @@ func (f *fixture) backup(vmclusterID string) string {
 	return b.ID
 }
 
+// succeededBackup is a backup of the vmcluster marked Succeeded (no
+// operator runs here), with one replica inside the fs roots.
+func (f *fixture) succeededBackup(vmclusterID string) string {
+	f.t.Helper()
+	g := NewWithT(f.t)
+	id := f.backup(vmclusterID)
+	list := &opsv1.ClusterBackupList{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(f.kube.List(context.Background(), list, client.InNamespace(f.ns))).To(Succeed())
+		g.Expect(slices.ContainsFunc(list.Items, func(b opsv1.ClusterBackup) bool { return string(b.UID) == id })).To(BeTrue())
+	}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+	for i := range list.Items {
+		b := &list.Items[i]
+		if string(b.UID) != id {
+			continue
+		}
+		patched := b.DeepCopy()
+		patched.Status.Phase = opsv1.BackupPhaseSucceeded
+		patched.Status.Replicas = []opsv1.ReplicaBackup{{Pod: "vmstorage-x-0", State: opsv1.ReplicaStateSucceeded, Destination: "fs:///var/backups/vm/x/" + b.Name + "/vmstorage-x-0"}}
+		g.Expect(f.kube.Status().Patch(context.Background(), patched, client.MergeFrom(b))).To(Succeed())
+	}
+	return id
+}
+
+// restore creates a restore of backup into the vmcluster as the admin,
+// once the server's cache has the backup Succeeded.
+func (f *fixture) restore(vmclusterID, backup string) string {
+	var r struct {
+		ID string `json:"id"`
+	}
+	var body []byte
+	NewWithT(f.t).Eventually(func(g Gomega) {
+		// The server's cache may not have the backup's Succeeded status yet
+		// (a 400 until it has).
+		var code int
+		code, body = f.do(http.MethodPost, vmclustersPath+"/"+vmclusterID+"/restores", `{"backup":"`+backup+`"}`, adminToken)
+		g.Expect(code).To(Equal(http.StatusAccepted), "%s", body)
+		g.Expect(json.Unmarshal(body, &r)).To(Succeed())
+		g.Expect(r.ID).NotTo(BeEmpty(), "%s", body)
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
+	return r.ID
+}
+
 func (f *fixture) annotation(obj client.Object, user string) {
 	f.t.Helper()
 	NewWithT(f.t).Eventually(func() string {
@@ -353,6 +396,21 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 	case "backups.delete":
 		id := f.vmcluster(name)
 		return request{path: vmclustersPath + "/" + id + "/backups/" + f.backup(id)}, true
+	case "restores.create":
+		id := f.vmcluster(name)
+		b := f.succeededBackup(id)
+		f.restore(id, b) // the server's cache has the Succeeded backup now
+		return request{path: vmclustersPath + "/" + id + "/restores", body: `{"backup":"` + b + `"}`, initiatedBy: func(user string) {
+			list := &opsv1.ClusterRestoreList{}
+			NewWithT(f.t).Expect(f.kube.List(context.Background(), list, client.InNamespace(f.ns))).To(Succeed())
+			found := slices.ContainsFunc(list.Items, func(r opsv1.ClusterRestore) bool { return r.Annotations[auth.AnnotationInitiatedBy] == user })
+			NewWithT(f.t).Expect(found).To(BeTrue(), "no ClusterRestore initiated by %s", user)
+		}}, true
+	case "restores.list":
+		return request{path: vmclustersPath + "/" + f.vmcluster(name) + "/restores"}, true
+	case "restores.get":
+		id := f.vmcluster(name)
+		return request{path: vmclustersPath + "/" + id + "/restores/" + f.restore(id, f.succeededBackup(id)), missingPath: vmclustersPath + "/" + id + "/restores/no-such-restore"}, true
 	case "upgradeOperations.create":
 		f.finishUpgrades()
 		return request{path: "/ops/api/v1/upgradeOperations", body: upgradeRequest, initiatedBy: func(user string) {

@@ -24,6 +24,7 @@ import (
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/backup"
+	"github.com/tidbcloud/ops-server/operator/internal/controller/restore"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/upgrade"
 	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
@@ -53,6 +54,11 @@ type Options struct {
 	BackupRunner string
 	// BackupLocal configures BackupRunnerLocal.
 	BackupLocal backup.LocalModeOptions
+	// Restore tunes the ClusterRestore controller; with BackupRunnerLocal
+	// it restores with VMRestoreBinary (restoring in a real cluster is
+	// not implemented yet: restores are refused there).
+	Restore         restore.Options
+	VMRestoreBinary string
 	// WatchNamespace limits the operator to one namespace's operations;
 	// empty watches all namespaces.
 	WatchNamespace string
@@ -78,6 +84,7 @@ func DefaultOptions() Options {
 		Burst:                100,
 		Upgrade:              upgrade.DefaultOptions(),
 		Backup:               backup.DefaultOptions(),
+		Restore:              restore.DefaultOptions(),
 		MockNamespace:        mock.DefaultNamespace,
 		MockOperationTime:    5 * time.Second,
 		GracefulShutdownTime: 30 * time.Second,
@@ -115,6 +122,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BackupLocal.StorageRoot, "backup-local-storage-root", o.BackupLocal.StorageRoot, "With --backup-runner=local: every vmstorage data directory a Pod annotation names must be inside this directory.")
 	fs.StringVar(&o.BackupLocal.VMBackupBinary, "vmbackup-binary", o.BackupLocal.VMBackupBinary, "With --backup-runner=local: the vmbackup executable (default: vmbackup from PATH).")
 	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig, "Cloud providers' configuration file (see docs/providers); empty enables no real cloud.")
+	fs.StringVar(&o.VMRestoreBinary, "vmrestore-binary", o.VMRestoreBinary, "With --backup-runner=local: the vmrestore executable that ClusterRestores run (default: vmrestore from PATH).")
+	fs.DurationVar(&o.Restore.PollInterval, "restore-poll-interval", o.Restore.PollInterval, "How often a ClusterRestore checks a stopping replica, a vmrestore run and a starting replica.")
 	fs.BoolVar(&o.EnableMockCloud, "enable-mock-cloud", o.EnableMockCloud, "Register the simulated cloud (cloudProvider mock), for the local stack and tests.")
 	fs.StringVar(&o.MockNamespace, "mock-namespace", o.MockNamespace, "Namespace of the simulated cloud's state (cloudProvider mock).")
 	fs.DurationVar(&o.MockOperationTime, "mock-operation-duration", o.MockOperationTime, "Simulated duration of every mock cloud operation.")
@@ -246,6 +255,23 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 		Options:   bo,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ClusterBackup controller: %w", err)
+	}
+	ro := o.Restore
+	ro.FSRoots, ro.MaxRetryDelay = roots, o.Upgrade.MaxRetryDelay
+	if o.BackupRunner == BackupRunnerLocal && ro.Runner == nil {
+		runner, err := restore.NewLocalRunner(o.BackupLocal, o.VMRestoreBinary)
+		if err != nil {
+			return nil, err
+		}
+		ro.Runner, ro.Stopper = runner, restore.AnnotationStopper{Client: mgr.GetClient()}
+	}
+	if err := (&restore.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("ops-operator"),
+		Options:   ro,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the ClusterRestore controller: %w", err)
 	}
 	return mgr, nil
 }

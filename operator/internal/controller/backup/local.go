@@ -33,6 +33,9 @@ type LocalRunner struct {
 	// StorageDataPath maps a vmstorage pod to the local directory its
 	// process serves (its -storageDataPath).
 	StorageDataPath func(pod *corev1.Pod) (string, error)
+	// LogName is the file name of each run's log; vmbackup.log when
+	// empty.
+	LogName string
 
 	mu     sync.Mutex
 	procs  map[string]*localProc
@@ -48,6 +51,16 @@ var (
 	_ Runner           = (*LocalRunner)(nil)
 	_ SharedFilesystem = (*LocalRunner)(nil)
 )
+
+// StartsLog is the file in StateDir that records every start.
+const StartsLog = "starts.log"
+
+func (r *LocalRunner) logName() string {
+	if r.LogName == "" {
+		return "vmbackup.log"
+	}
+	return r.LogName
+}
 
 // SharesFilesystem: vmbackup writes where the operator can look.
 func (r *LocalRunner) SharesFilesystem() bool { return true }
@@ -66,16 +79,33 @@ func (r *LocalRunner) Start(ctx context.Context, u Upload) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	dir, err := r.dir(u.UploadRef)
-	if err != nil {
-		return Permanent(err)
-	}
 	if u.Credentials != nil {
 		return Permanent(errors.New("the local runner does not pass credentials to vmbackup; use an fs:// destination"))
 	}
 	dataPath, err := r.StorageDataPath(u.Pod)
 	if err != nil {
 		return Permanent(fmt.Errorf("data directory of pod %s: %w", u.Pod.Name, err))
+	}
+	// No metrics listener: vmbackup v1.100 starts it in a goroutine and,
+	// when a (small) backup finishes before the listener is registered,
+	// dies at exit with "BUG: there is no server at ..." after a complete
+	// backup. With an empty address it neither starts nor stops one.
+	return r.StartProcess(ctx, u.UploadRef, vmbackupArgs(u.SnapshotName, dataPath, u.Destination, u.Origin, "", ""))
+}
+
+// StartProcess runs Binary with args as the run ref unless that run was
+// started before (by this runner or another one on the same StateDir):
+// the run's state directory is created exclusively first. Every start is
+// also appended to StateDir/starts.log ("<namespace>/<id>" per line), so
+// runs can be counted across operator restarts. The ClusterRestore
+// reconciler runs vmrestore through it.
+func (r *LocalRunner) StartProcess(ctx context.Context, ref UploadRef, args []string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dir, err := r.dir(ref)
+	if err != nil {
+		return Permanent(err)
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return fmt.Errorf("creating the runner's state directory: %w", err)
@@ -84,23 +114,22 @@ func (r *LocalRunner) Start(ctx context.Context, u Upload) error {
 		if errors.Is(err, os.ErrExist) {
 			return nil // started before: observe it
 		}
-		return fmt.Errorf("creating the upload's state directory: %w", err)
+		return fmt.Errorf("creating the run's state directory: %w", err)
 	}
-	logFile, err := os.Create(filepath.Join(dir, "vmbackup.log"))
+	logFile, err := os.Create(filepath.Join(dir, r.logName()))
 	if err != nil {
-		return fmt.Errorf("creating the upload's log: %w", err)
+		return fmt.Errorf("creating the run's log: %w", err)
 	}
-	// No metrics listener: vmbackup v1.100 starts it in a goroutine and,
-	// when a (small) backup finishes before the listener is registered,
-	// dies at exit with "BUG: there is no server at ..." after a complete
-	// backup. With an empty address it neither starts nor stops one.
-	args := vmbackupArgs(u.SnapshotName, dataPath, u.Destination, u.Origin, "", "")
+	if f, err := os.OpenFile(filepath.Join(r.StateDir, StartsLog), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+		_, _ = fmt.Fprintf(f, "%s/%s\n", ref.Namespace, ref.ID)
+		_ = f.Close()
+	}
 	cmd := exec.Command(r.Binary, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
-		_ = os.WriteFile(filepath.Join(dir, "exit"), []byte("-1\nstarting vmbackup: "+err.Error()+"\n"), 0o644)
+		_ = os.WriteFile(filepath.Join(dir, "exit"), []byte("-1\nstarting "+filepath.Base(r.Binary)+": "+err.Error()+"\n"), 0o644)
 		return nil // recorded as a failed upload
 	}
 	_ = os.WriteFile(filepath.Join(dir, "pid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
@@ -110,7 +139,7 @@ func (r *LocalRunner) Start(ctx context.Context, u Upload) error {
 		r.procs, r.starts = map[string]*localProc{}, map[string]int{}
 	}
 	r.procs[dir] = p
-	r.starts[u.Namespace+"/"+u.ID]++
+	r.starts[ref.Namespace+"/"+ref.ID]++
 	r.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
@@ -145,14 +174,14 @@ func (r *LocalRunner) Status(ctx context.Context, ref UploadRef) (UploadStatus, 
 		}
 		// Re-check: the process may have ended between the two reads.
 		if exit, err = os.ReadFile(filepath.Join(dir, "exit")); err != nil {
-			return UploadStatus{State: UploadFailed, Message: "vmbackup ended without recording an exit status (the runner was restarted while it ran)"}, nil
+			return UploadStatus{State: UploadFailed, Message: filepath.Base(r.Binary) + " ended without recording an exit status (the runner was restarted while it ran)"}, nil
 		}
 	} else if err != nil {
 		return UploadStatus{}, fmt.Errorf("reading the upload's exit status: %w", err)
 	}
 	lines := strings.SplitN(string(exit), "\n", 2)
 	code, _ := strconv.Atoi(strings.TrimSpace(lines[0]))
-	log := tail(filepath.Join(dir, "vmbackup.log"), 64<<10)
+	log := tail(filepath.Join(dir, r.logName()), 64<<10)
 	if code == 0 {
 		return UploadStatus{State: UploadSucceeded, Bytes: max(parseBackedUpBytes(log), 0)}, nil
 	}
@@ -161,7 +190,7 @@ func (r *LocalRunner) Status(ctx context.Context, ref UploadRef) (UploadStatus, 
 		msg = sanitize(lines[1])
 	}
 	if msg == "" {
-		msg = fmt.Sprintf("vmbackup exited with code %d", code)
+		msg = fmt.Sprintf("%s exited with code %d", filepath.Base(r.Binary), code)
 	}
 	return UploadStatus{State: UploadFailed, Message: msg}, nil
 }

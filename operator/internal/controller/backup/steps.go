@@ -45,6 +45,14 @@ func (r *Reconciler) observe(ctx context.Context, b *opsv1.ClusterBackup) (*worl
 		return nil, err
 	}
 	w.rollout = rollout
+	// A claimed restore of the VMCluster goes first (exclusion/restore.go).
+	var self client.Object
+	if len(b.Status.Replicas) > 0 {
+		self = b
+	}
+	if w.restore, err = exclusion.ActiveRestore(ctx, r.APIReader, key, self); err != nil {
+		return nil, err
+	}
 	ro, err := vmstorage.RolloutStatus(ctx, r.APIReader, key, 0, stsKey, "", "", false)
 	switch {
 	case apierrors.IsNotFound(err):

@@ -412,6 +412,19 @@ func (r *Reconciler) rolloutVMStorage(ctx context.Context, s *scope, step *opsv1
 			s.observedOnly = true
 			return nil
 		}
+		// Nor while a restore of it runs (exclusion/restore.go).
+		restore, err := exclusion.ActiveRestore(ctx, r.APIReader, key, nil)
+		if err != nil {
+			return err
+		}
+		if restore != "" {
+			msg := fmt.Sprintf("ClusterRestore %s of VMCluster %s is running; the vmstorage rollout starts when it finished", restore, key)
+			step.Message = "Waiting: " + msg
+			s.blocked = &opsv1.BlockedBy{StepID: step.ID, Reason: opsv1.WaitingForBackupReason, Message: msg}
+			s.requeue = r.Options.PollInterval
+			s.observedOnly = true
+			return nil
+		}
 	}
 	r.startStep(s.op, step)
 	gen, changed, ok := parseRolloutMarker(step.OperationID)

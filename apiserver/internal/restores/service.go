@@ -1,0 +1,335 @@
+package restores
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
+	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+)
+
+// Reasons of the restore errors (ErrorInfo.reason).
+const ReasonNotFound = "RESTORE_NOT_FOUND"
+
+// Service decides; it reads from the informer cache and writes to the API
+// server. Restores live beside the backups, in the backups namespace.
+type Service struct {
+	// Backups holds the reader, writer, namespace, vmclusters, the fs
+	// roots and the caller of the backups API, which restores share.
+	Backups *backups.Service
+}
+
+type target struct {
+	ID, Name, Namespace, Release string
+}
+
+func (s *Service) target(ctx context.Context, vmclusterID string) (target, error) {
+	v, err := s.Backups.VMClusters.Get(ctx, vmclusterID)
+	if err != nil {
+		return target{}, err
+	}
+	return target{ID: v.ID, Name: strings.TrimPrefix(v.Name, vmclusters.CollectionPrefix),
+		Namespace: v.HelmReleaseInfo.ReleaseNamespace, Release: v.HelmReleaseInfo.ReleaseName}, nil
+}
+
+func notFound(id string) *apierror.Error {
+	if len(id) > 80 {
+		id = id[:80] + "..."
+	}
+	return apierror.NotFound(ReasonNotFound, "restore %q not found", id).WithMetadata("restoreId", id)
+}
+
+// backup finds the ClusterBackup a request names, by name or UID.
+func (s *Service) backup(ctx context.Context, id string) (*opsv1.ClusterBackup, error) {
+	b := &opsv1.ClusterBackup{}
+	ns := s.Backups.Namespace
+	err := s.Backups.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: id}, b)
+	switch {
+	case err == nil:
+		return b, nil
+	case !apierrors.IsNotFound(err):
+		return nil, apierror.FromKubernetes(err)
+	}
+	list := &opsv1.ClusterBackupList{}
+	if err := s.Backups.Reader.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return nil, apierror.FromKubernetes(err)
+	}
+	for i := range list.Items {
+		if string(list.Items[i].UID) == id {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// vmstorageReplicas is the replica count of the VMCluster's vmstorage
+// StatefulSet, -1 when it does not exist (yet).
+func (s *Service) vmstorageReplicas(ctx context.Context, t target) (int, error) {
+	list := &appsv1.StatefulSetList{}
+	if err := s.Backups.Writer.List(ctx, list, client.InNamespace(t.Namespace), client.MatchingFields{"metadata.name": "vmstorage-" + t.Release}); err != nil {
+		return 0, apierror.FromKubernetes(err)
+	}
+	if len(list.Items) == 0 {
+		return -1, nil
+	}
+	if r := list.Items[0].Spec.Replicas; r != nil {
+		return int(*r), nil
+	}
+	return 1, nil
+}
+
+// check refuses what the operator would refuse (its preflight, with the
+// same words from operator/api/v1alpha1): a backup that is not
+// Succeeded, sources outside the fs roots, replica counts that differ
+// without a mapping, a mapping that does not fit.
+func (s *Service) check(ctx context.Context, t target, req *Request, b *opsv1.ClusterBackup) error {
+	bad := func(field, format string, args ...any) error {
+		return apierror.InvalidArgument("the restore request is invalid", apierror.Violation(field, format, args...))
+	}
+	if b == nil {
+		return bad("backup", "backup %q not found", req.Backup)
+	}
+	if b.Status.Phase != opsv1.BackupPhaseSucceeded {
+		phase := b.Status.Phase
+		if phase == "" {
+			phase = opsv1.BackupPhasePending
+		}
+		return bad("backup", "backup %s is %s; only a Succeeded backup can be restored", b.Name, phase)
+	}
+	var sources []string
+	for _, rep := range b.Status.Replicas {
+		sources = append(sources, rep.Pod)
+		if msg := opsv1.FSDestinationProblem(rep.Destination, s.Backups.Defaults.FSRoots); msg != "" {
+			return bad("backup", "the backup of %s: %s", rep.Pod, msg)
+		}
+	}
+	n, err := s.vmstorageReplicas(ctx, t)
+	if err != nil || n < 0 {
+		return err // not there yet: the operator waits for it and checks then
+	}
+	targets := make([]string, n)
+	for i := range targets {
+		targets[i] = fmt.Sprintf("vmstorage-%s-%d", t.Release, i)
+	}
+	if _, err := opsv1.PlanReplicaSources(targets, sources, toMapping(req.ReplicaMapping)); err != nil {
+		return bad("replica_mapping", "%s", err.Error())
+	}
+	return nil
+}
+
+func toMapping(in []Mapping) []opsv1.ReplicaMapping {
+	var out []opsv1.ReplicaMapping
+	for _, m := range in {
+		out = append(out, opsv1.ReplicaMapping{Replica: int32(*m.Replica), FromReplica: int32(*m.FromReplica)})
+	}
+	return out
+}
+
+// Create creates a restore into a vmcluster; with an idempotency key a
+// retry returns the restore the first attempt created (created false), a
+// different request with the same key is a 409.
+func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, key string) (Restore, bool, error) {
+	t, err := s.target(ctx, vmclusterID)
+	if err != nil {
+		return Restore{}, false, err
+	}
+	ns := s.Backups.Namespace
+	if t.Namespace != ns {
+		return Restore{}, false, apierror.FailedPrecondition(backups.ReasonOtherNamespace,
+			"vmcluster %q runs in namespace %s, but restores are created in %s (backups.namespace): a restore may only target a vmcluster in its own namespace", t.Name, t.Namespace, ns)
+	}
+	b, err := s.backup(ctx, req.Backup)
+	if err != nil {
+		return Restore{}, false, err
+	}
+	if err := s.check(ctx, t, req, b); err != nil {
+		return Restore{}, false, err
+	}
+	labels := vmclusters.Labels(t.Name)
+	labels[backups.LabelVMClusterID] = t.ID
+	obj := &opsv1.ClusterRestore{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Labels: labels, Annotations: map[string]string{}},
+		Spec: opsv1.ClusterRestoreSpec{
+			Backup: b.Name, VMCluster: &opsv1.VMClusterReference{Name: t.Release},
+			Strategy: opsv1.RestoreStrategy(req.Strategy), ReplicaMapping: toMapping(req.ReplicaMapping),
+		},
+	}
+	if obj.Spec.Strategy == "" {
+		obj.Spec.Strategy = opsv1.RestoreOneAtATime
+	}
+	if key != "" {
+		sum := sha256.Sum256([]byte(key))
+		obj.Name = "restore-" + hex.EncodeToString(sum[:])[:16]
+		obj.Annotations[backups.AnnotationIdempotencyKey] = key
+	} else {
+		base := t.Name
+		if len(base) > 63-len("restore--")-5 {
+			base = strings.TrimRight(base[:63-len("restore--")-5], "-")
+		}
+		obj.GenerateName = "restore-" + base + "-"
+	}
+	if s.Backups.Caller != nil {
+		if who := s.Backups.Caller(ctx); who != "" {
+			obj.Annotations[backups.AnnotationInitiatedBy] = who
+		}
+	}
+	if err := s.Backups.Writer.Create(ctx, obj, client.FieldOwner(backups.FieldManager)); err != nil {
+		if apierrors.IsAlreadyExists(err) && key != "" {
+			existing := &opsv1.ClusterRestore{}
+			if err := s.Backups.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+				return Restore{}, false, apierror.FromKubernetes(err)
+			}
+			if existing.Annotations[backups.AnnotationIdempotencyKey] == key && existing.Labels[backups.LabelVMClusterID] == t.ID &&
+				equality.Semantic.DeepEqual(existing.Spec, obj.Spec) {
+				return toRestore(existing), false, nil
+			}
+			return Restore{}, false, apierror.AlreadyExists(apierror.ReasonAlreadyExists,
+				"Idempotency-Key %q was already used for a different restore request (restore %s)", key, existing.Name)
+		}
+		return Restore{}, false, apierror.FromKubernetes(err)
+	}
+	auth.RecordTarget(ctx, corev1.ObjectReference{
+		APIVersion: opsv1.GroupVersion.String(), Kind: opsv1.ClusterRestoreKind,
+		Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID, ResourceVersion: obj.ResourceVersion,
+	}, "CreatedThroughAPI", "Created")
+	logr.FromContextOrDiscard(ctx).Info("Created restore", "clusterRestore", klog.KObj(obj), "uid", obj.UID, "vmcluster", t.Name, "backup", b.Name)
+	s.waitForCache(ctx, obj)
+	return toRestore(obj), true, nil
+}
+
+// waitForCache waits (at most the backups' CacheWait) until the cache has
+// the restore, so a GET after the POST finds it.
+func (s *Service) waitForCache(ctx context.Context, obj *opsv1.ClusterRestore) {
+	timeout := s.Backups.CacheWait
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		c := &opsv1.ClusterRestore{}
+		err := s.Backups.Reader.Get(ctx, client.ObjectKeyFromObject(obj), c)
+		return err == nil && c.UID == obj.UID, nil
+	})
+}
+
+func (s *Service) list(ctx context.Context, t target) ([]opsv1.ClusterRestore, error) {
+	list := &opsv1.ClusterRestoreList{}
+	if err := s.Backups.Reader.List(ctx, list, client.InNamespace(s.Backups.Namespace), client.MatchingLabels{backups.LabelVMClusterID: t.ID}); err != nil {
+		return nil, apierror.FromKubernetes(err)
+	}
+	return list.Items, nil
+}
+
+// Get returns a restore of a vmcluster by name or id.
+func (s *Service) Get(ctx context.Context, vmclusterID, id string) (Restore, error) {
+	t, err := s.target(ctx, vmclusterID)
+	if err != nil {
+		return Restore{}, err
+	}
+	items, err := s.list(ctx, t)
+	if err != nil {
+		return Restore{}, err
+	}
+	for i := range items {
+		if items[i].Name == id || string(items[i].UID) == id {
+			return toRestore(&items[i]), nil
+		}
+	}
+	return Restore{}, notFound(id)
+}
+
+// List returns one page of the restores of a vmcluster, newest first.
+func (s *Service) List(ctx context.Context, vmclusterID string, req ListRequest) (ListResponse, error) {
+	t, err := s.target(ctx, vmclusterID)
+	if err != nil {
+		return ListResponse{}, err
+	}
+	if req.After != nil && req.After.VMCluster != t.ID {
+		return ListResponse{}, apierror.InvalidArgument("the list request is invalid", apierror.Violation("page_token", "%v", pagetoken.ErrInvalid))
+	}
+	items, err := s.list(ctx, t)
+	if err != nil {
+		return ListResponse{}, err
+	}
+	sort.Slice(items, func(i, j int) bool {
+		ti, tj := items[i].CreationTimestamp.Unix(), items[j].CreationTimestamp.Unix()
+		return ti > tj || ti == tj && items[i].Name < items[j].Name
+	})
+	start := 0
+	if a := req.After; a != nil {
+		start = sort.Search(len(items), func(i int) bool {
+			ti := items[i].CreationTimestamp.Unix()
+			return ti < a.Created || ti == a.Created && items[i].Name > a.Name
+		})
+	}
+	size := req.PageSize
+	if size <= 0 {
+		size = pagetoken.DefaultPageSize
+	}
+	end := min(start+size, len(items))
+	out := ListResponse{Restores: []Restore{}}
+	for i := start; i < end; i++ {
+		out.Restores = append(out.Restores, toRestore(&items[i]))
+	}
+	if end < len(items) && end > start {
+		last := items[end-1]
+		out.NextPageToken = pagetoken.Encode(cursor{Version: pageTokenVersion, Created: last.CreationTimestamp.Unix(), Name: last.Name, VMCluster: t.ID})
+	}
+	return out, nil
+}
+
+// toRestore is the API view of an object.
+func toRestore(o *opsv1.ClusterRestore) Restore {
+	vm := o.Labels[vmclusters.LabelVMCluster]
+	ns, name := o.VMClusterKey(nil)
+	r := Restore{
+		Name: vmclusters.CollectionPrefix + vm + "/" + CollectionID + "/" + o.Name, ID: string(o.UID),
+		VMCluster: vmclusters.CollectionPrefix + vm, VMClusterID: o.Labels[backups.LabelVMClusterID],
+		Target: backups.ObjectRef{Namespace: ns, Name: name}, Backup: o.Spec.Backup,
+		Strategy: string(o.EffectiveStrategy()), Phase: string(o.Status.Phase), Progress: o.Status.Progress,
+		Replicas: []Replica{}, InitiatedBy: o.Annotations[backups.AnnotationInitiatedBy],
+		CreateTime: formatTime(&o.CreationTimestamp), StartTime: formatTime(o.Status.StartTime), CompletionTime: formatTime(o.Status.CompletionTime),
+	}
+	if r.Phase == "" {
+		r.Phase = string(opsv1.RestorePhasePending)
+	}
+	for _, m := range o.Spec.ReplicaMapping {
+		a, b := int64(m.Replica), int64(m.FromReplica)
+		r.ReplicaMapping = append(r.ReplicaMapping, Mapping{Replica: &a, FromReplica: &b})
+	}
+	if c := apimeta.FindStatusCondition(o.Status.Conditions, opsv1.ReadyCondition); c != nil {
+		r.Message = c.Message
+	}
+	for _, rep := range o.Status.Replicas {
+		r.Replicas = append(r.Replicas, Replica{Pod: rep.Pod, FromPod: rep.FromPod, Source: rep.Source, Phase: string(rep.State),
+			RunID: rep.RunID, Error: rep.Error, StartTime: formatTime(rep.StartTime), CompletionTime: formatTime(rep.CompletionTime)})
+	}
+	return r
+}
+
+func formatTime(t *metav1.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
