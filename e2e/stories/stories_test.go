@@ -89,6 +89,7 @@ func TestStories(t *testing.T) {
 	t.Run("12 vmcluster data: 10,000 samples written and queried at its endpoints, again after a blue-green vmstorage move", storyVMData)
 	t.Run("13 troubleshooting through the REST API: tree, Pods, logs (followed), exec", storyTroubleshoot)
 	t.Run("14 crash loop: the tree marks the vmstorage Pod and StatefulSet Degraded, the Events say why, diagnostics bundle", storyCrashLoop)
+	t.Run("19 backup schedule every minute with keep_last 2: exactly two backups and their data directories are left", storyBackupSchedule)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {

@@ -101,6 +101,7 @@ func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.S
 		&vmclusters.Handler{Ops: vm},
 		&upgrades.Handler{Svc: up},
 		&backups.Handler{Svc: b},
+		&backups.ScheduleHandler{Svc: b},
 		&troubleshoot.Handler{Svc: ts},
 	}
 }
@@ -167,6 +168,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	if _, err := a.cache.GetInformer(ctx, &opsv1.ClusterBackup{}); err != nil {
 		return nil, fmt.Errorf("creating ClusterBackup informer: %w", err)
+	}
+	if _, err := a.cache.GetInformer(ctx, &opsv1.ClusterBackupSchedule{}); err != nil {
+		return nil, fmt.Errorf("creating ClusterBackupSchedule informer: %w", err)
 	}
 	registry, err := cloudRegistry(ctx, cfg.Upgrades, kube)
 	if err != nil {
