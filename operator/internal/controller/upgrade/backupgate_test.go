@@ -74,7 +74,7 @@ func TestBackupGate(t *testing.T) {
 			if phase == opsv1.BackupPhaseSucceeded {
 				g.Expect(gate.Phase).To(Equal(opsv1.StepPhaseSucceeded), gate.Message)
 				g.Expect(gate.Message).To(ContainSubstring("Succeeded"))
-				g.Expect(gate.Backup).To(Equal("observability/" + name), "recorded in the operation's status")
+				g.Expect(gate.Backup).To(Equal("observability/"+name), "recorded in the operation's status")
 				for range 3 {
 					if create.Phase == opsv1.StepPhasePending {
 						_, _, _, err = r.act(ctx, op)
