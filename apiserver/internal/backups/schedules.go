@@ -55,6 +55,8 @@ const ReasonScheduleNotFound = "BACKUP_SCHEDULE_NOT_FOUND"
 const (
 	maxKeepLast = 1000
 	maxKeepDays = 3650
+	// maxScheduleLength is the CRD's spec.schedule maxLength.
+	maxScheduleLength = 128
 )
 
 // ScheduleRequest is a POST or PUT body.
@@ -141,7 +143,9 @@ func ValidateSchedule(r *ScheduleRequest, create bool) []apierror.FieldViolation
 	case create && (len(r.Name) > opsv1.MaxScheduleNameLength || len(validation.IsDNS1123Label(r.Name)) > 0):
 		add("name", "must be at most %d lower case letters, digits and '-', starting and ending with a letter or digit", opsv1.MaxScheduleNameLength)
 	}
-	if _, err := backupschedule.Parse(r.Schedule); err != nil {
+	if len(r.Schedule) > maxScheduleLength {
+		add("schedule", "must be at most %d characters", maxScheduleLength)
+	} else if _, err := backupschedule.Parse(r.Schedule); err != nil {
 		add("schedule", "%v", err)
 	}
 	if r.KeepLast == nil && r.KeepDays == nil {
