@@ -46,15 +46,18 @@ func TestBackupScheduleKeepsTheBackupRules(t *testing.T) {
 	})
 	t.Run("fs roots and Secrets", func(t *testing.T) {
 		g := NewWithT(t)
-		f := start(t, func(c *config.Config) { c.Backups.FSRoots = []string{"/var/backups/vm"}; c.Backups.Destination = "s3://bucket/backups" })
+		f := start(t, func(c *config.Config) {
+			c.Backups.FSRoots = []string{"/var/backups/vm"}
+			c.Backups.Destination = "s3://bucket/backups"
+		})
 		path := strings.TrimSuffix(f.vmclusterForBackups("sched"), "/backups") + "/backupSchedules"
 		g.Expect(env.Client.Create(context.Background(), &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "unlabelled"}, StringData: map[string]string{"credentials": "x"},
 		})).To(Succeed())
 		for body, field := range map[string]string{
 			`{"name":"a","schedule":"@daily","keep_last":1,"destination":{"url":"fs:///var/backups/vm/../../../etc"}}`: "destination.url",
-			`{"name":"b","schedule":"@daily","keep_last":1,"destination":{"credentials_secret":"unlabelled"}}`:        "destination.credentials_secret",
-			`{"name":"c","schedule":"@daily","keep_last":1,"destination":{"credentials_secret":"missing"}}`:           "destination.credentials_secret",
+			`{"name":"b","schedule":"@daily","keep_last":1,"destination":{"credentials_secret":"unlabelled"}}`:         "destination.credentials_secret",
+			`{"name":"c","schedule":"@daily","keep_last":1,"destination":{"credentials_secret":"missing"}}`:            "destination.credentials_secret",
 		} {
 			code, resp := f.do(http.MethodPost, path, body)
 			g.Expect(code).To(Equal(http.StatusBadRequest), "%s: %s", body, resp)
