@@ -4,8 +4,9 @@
 // are removed by the backup reconciler itself (package backup); s3:// is
 // removed here with the official AWS SDK (aws-sdk-go-v2): every object
 // under each replica's path is listed (ListObjectsV2) and deleted
-// (DeleteObjects, 1,000 at a time). gs:// and azblob:// are not supported
-// yet: the data is kept and the caller says so.
+// (DeleteObjects, 1,000 at a time); gs:// with Google's Cloud Storage JSON
+// API client (gcs.go). azblob:// is not supported yet: the data is kept and
+// the caller says so.
 package backupdata
 
 import (
@@ -43,11 +44,14 @@ type Options struct {
 	// S3Region is the region when the credentials name none; empty:
 	// us-east-1.
 	S3Region string
+	// GCSEndpoint overrides the Cloud Storage endpoint (an emulator;
+	// without credentials, no authentication); empty: Google's.
+	GCSEndpoint string
 }
 
 // Supported reports whether Remove can delete data at destination url.
 func Supported(u string) bool {
-	return strings.HasPrefix(u, "s3://")
+	return strings.HasPrefix(u, "s3://") || strings.HasPrefix(u, "gs://")
 }
 
 // Remove deletes every object below each of dirs (replica destinations,
@@ -62,6 +66,14 @@ func Remove(ctx context.Context, dirs []string, creds Credentials, o Options) (i
 		bucket, prefix, err := splitURL(d)
 		if err != nil {
 			return total, err
+		}
+		if strings.HasPrefix(d, "gs://") {
+			n, err := removeGCS(ctx, bucket, prefix, creds, o)
+			total += n
+			if err != nil {
+				return total, err
+			}
+			continue
 		}
 		c, err := s3Client(ctx, creds, o)
 		if err != nil {
