@@ -191,6 +191,28 @@ func TestOperatorRBACCoversItsCalls(t *testing.T) {
 	cb := &opsv1.ClusterBackup{ObjectMeta: metav1.ObjectMeta{Name: "absent", Namespace: ns}}
 	authorized(g, op.Status().Patch(ctx, cb, client.RawPatch(types.MergePatchType, []byte(`{"status":{}}`))), "patch clusterbackups/status")
 
+	// ClusterBackupSchedules (operator/internal/controller/schedule): the
+	// informer, the status patch, the scheduled ClusterBackups it creates
+	// (owned by the schedule, blockOwnerDeletion) and the expired ones it
+	// deletes.
+	authorized(g, op.List(ctx, &opsv1.ClusterBackupScheduleList{}), "list clusterbackupschedules")
+	authorized(g, watchOnce(ctx, op, &opsv1.ClusterBackupScheduleList{}), "watch clusterbackupschedules")
+	sched := &opsv1.ClusterBackupSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: ns},
+		Spec: opsv1.ClusterBackupScheduleSpec{Schedule: "@daily", VMCluster: opsv1.VMClusterReference{Name: "vm"},
+			Destination: opsv1.BackupDestination{URL: "s3://b/p"}, KeepLast: ptr.To[int32](2)},
+	}
+	g.Expect(admin.Create(ctx, sched)).To(Succeed())
+	authorized(g, op.Status().Patch(ctx, sched, client.RawPatch(types.MergePatchType, []byte(`{"status":{"deletedTotal":1}}`))), "patch clusterbackupschedules/status")
+	scheduled := &opsv1.ClusterBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly-202601010000", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: opsv1.GroupVersion.String(), Kind: opsv1.ClusterBackupScheduleKind, Name: sched.Name, UID: sched.UID,
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+		Spec: opsv1.ClusterBackupSpec{VMCluster: opsv1.VMClusterReference{Name: "vm"}, Destination: opsv1.BackupDestination{URL: "s3://b/p"}},
+	}
+	authorized(g, op.Create(ctx, scheduled), "create a ClusterBackup owned by a schedule")
+	authorized(g, op.Delete(ctx, scheduled), "delete clusterbackups")
+
 	// vmstorage: Get and JSON merge patch of the VMCluster, Get of its
 	// StatefulSet, List of its pods.
 	vmc := &unstructured.Unstructured{}

@@ -91,6 +91,8 @@ func TestStories(t *testing.T) {
 	t.Run("14 crash loop: the tree marks the vmstorage Pod and StatefulSet Degraded, the Events say why, diagnostics bundle", storyCrashLoop)
 	t.Run("17 restore a ClusterBackup into its vmcluster, operator killed midway: exactly the backed-up samples", storyRestore)
 	t.Run("18 migration: a new vmcluster restored from another vmcluster's backup serves the same samples", storyMigrate)
+	t.Run("19 backup schedule every minute with keep_last 2: exactly two backups and their data directories are left", storyBackupSchedule)
+	t.Run("20 backup gate: with backupBeforeRollout a blue-green upgrade fails before the new node group when the backup fails, and moves only after it Succeeded", storyBackupGate)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {

@@ -107,6 +107,7 @@ func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.S
 		&upgrades.Handler{Svc: up},
 		&backups.Handler{Svc: b},
 		&restores.Handler{Svc: rs},
+		&backups.ScheduleHandler{Svc: b},
 		&troubleshoot.Handler{Svc: ts},
 		&components.Handler{Ops: comps},
 	}
@@ -177,6 +178,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	if _, err := a.cache.GetInformer(ctx, &opsv1.ClusterRestore{}); err != nil {
 		return nil, fmt.Errorf("creating ClusterRestore informer: %w", err)
+	}
+	if _, err := a.cache.GetInformer(ctx, &opsv1.ClusterBackupSchedule{}); err != nil {
+		return nil, fmt.Errorf("creating ClusterBackupSchedule informer: %w", err)
 	}
 	registry, err := cloudRegistry(ctx, cfg.Upgrades, kube)
 	if err != nil {

@@ -55,7 +55,7 @@ func run(m *testing.M) int {
 	defer func() { _ = env.Stop() }()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	informers, err = vmclusterstest.StartCache(ctx, env, &opsv1.ClusterBackup{})
+	informers, err = vmclusterstest.StartCache(ctx, env, &opsv1.ClusterBackup{}, &opsv1.ClusterBackupSchedule{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -108,7 +108,7 @@ func newAPI(t *testing.T, o apiOptions) *api {
 		Reader: informers, Writer: env.Client, Namespace: backupNS, VMClusters: vm,
 		Defaults: o.defaults, Caller: func(context.Context) string { return caller }, CacheWait: 10 * time.Second,
 	}
-	e, err := server.New(server.Options{}, &backups.Handler{Svc: svc})
+	e, err := server.New(server.Options{}, &backups.Handler{Svc: svc}, &backups.ScheduleHandler{Svc: svc})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)

@@ -88,3 +88,47 @@ func TestAnnotationKeys(t *testing.T) {
 	g.Expect(backups.AnnotationInitiatedBy).To(Equal(auth.AnnotationInitiatedBy))
 	g.Expect(backups.AnnotationIdempotencyKey).To(Equal(upgrades.AnnotationIdempotencyKey))
 }
+
+// FuzzDecodeSchedule: the backup schedule request decoder never panics,
+// every rejection is a 400 with a field violation, and every acceptance
+// becomes a ClusterBackupSchedule the API server accepts (the CRD's schema
+// and CEL rules never refuse what the REST validation let through).
+func FuzzDecodeSchedule(f *testing.F) {
+	f.Add(`{"name":"nightly","schedule":"0 3 * * *","keep_last":7}`)
+	f.Add(`{"name":"n2","schedule":"@every 90m","keep_days":3650,"suspend":true,"concurrency":32}`)
+	f.Add(`{"name":"n3","schedule":"*/5 * * * 1-5","keep_last":1000,"keep_days":1,"destination":{"url":"fs:///var/backups/x"}}`)
+	f.Add(`{"name":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","schedule":"@hourly","keep_last":1}`)
+	f.Add(`{"name":"x","schedule":"@every 59s","keep_last":1}`)
+	f.Add(`{"name":"x","schedule":"0 3 * * *"}`)
+	f.Add(`{}`)
+	f.Add(``)
+	ns, err := env.CreateNamespace(context.Background(), "fuzz-schedules")
+	if err != nil {
+		f.Fatal(err)
+	}
+	svc := &backups.Service{
+		Reader: env.Client, Writer: env.Client, Namespace: ns, CacheWait: 1,
+		VMClusters: oneVMCluster{vmclusters.VMCluster{Name: "vmclusters/vmcluster", ID: "00000000-0000-0000-0000-000000000001",
+			HelmReleaseInfo: vmclusters.HelmReleaseInfo{ReleaseName: "vmcluster", ReleaseNamespace: ns}}},
+		Defaults: config.BackupsConfig{Destination: "fs:///var/backups", FSRoots: []string{"/"}},
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		req, err := backups.DecodeSchedule([]byte(body), true)
+		if err != nil {
+			if err.Code != 400 || len(err.Violations) == 0 {
+				t.Fatalf("rejection without a field violation: %d %+v", err.Code, err)
+			}
+			return
+		}
+		if _, _, cerr := svc.CreateSchedule(context.Background(), "vmcluster", req, ""); cerr != nil {
+			if e, ok := apierror.As(cerr); ok && e.Code == 409 {
+				return // the name was taken by an earlier input
+			}
+			if e, ok := apierror.As(cerr); ok && e.Code == 400 && len(e.Violations) == 1 &&
+				e.Violations[0].Field == "destination.credentials_secret" && strings.Contains(e.Violations[0].Description, "not found in namespace") {
+				return
+			}
+			t.Fatalf("accepted by the REST validation but refused on create: %v\nbody: %s", cerr, body)
+		}
+	})
+}

@@ -43,7 +43,7 @@ func toSpec(r *Request) opsv1.ClusterUpgradeOperationSpec {
 			NodeGroupName: n.NodeGroupName, Strategy: opsv1.UpgradeStrategy(n.Strategy),
 			RequiresVMStorageRollout: n.RequiresVMStorageRollout, NewNodeGroupName: n.NewNodeGroupName,
 			VMStorageSTSName: n.VMStorageSTSName, VMStorageSTSNamespace: n.VMStorageSTSNamespace,
-			VMCluster: n.vmClusterRef,
+			VMCluster: n.vmClusterRef, BackupBeforeRollout: n.BackupBeforeRollout,
 		}
 		if len(n.VMClusterHelmValues) > 0 && string(n.VMClusterHelmValues) != "null" {
 			// Validated: an object of objects.
@@ -80,6 +80,7 @@ func fromSpec(s *opsv1.ClusterUpgradeOperationSpec) Request {
 		ng := NodeGroupUpgrade{
 			NodeGroupName: n.NodeGroupName, Strategy: string(n.Strategy), RequiresVMStorageRollout: n.RequiresVMStorageRollout,
 			NewNodeGroupName: n.NewNodeGroupName, VMStorageSTSName: n.VMStorageSTSName, VMStorageSTSNamespace: n.VMStorageSTSNamespace,
+			BackupBeforeRollout: n.BackupBeforeRollout,
 		}
 		if n.VMCluster != nil {
 			ng.VMCluster = n.VMCluster.Name
@@ -117,7 +118,7 @@ func toOperation(o *opsv1.ClusterUpgradeOperation) Operation {
 	for _, s := range o.Status.Steps {
 		op.Steps = append(op.Steps, Step{
 			ID: s.ID, Type: string(s.Type), Action: string(s.Action), Target: s.Target, Phase: string(s.Phase),
-			OperationID: s.OperationID, Message: s.Message, StartTime: timePtr(s.StartTime), CompletionTime: timePtr(s.CompletionTime),
+			OperationID: s.OperationID, Backup: s.Backup, Message: s.Message, StartTime: timePtr(s.StartTime), CompletionTime: timePtr(s.CompletionTime),
 		})
 	}
 	for _, lb := range o.Status.LeftBehind {

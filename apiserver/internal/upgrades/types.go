@@ -59,6 +59,9 @@ type NodeGroupUpgrade struct {
 	// whose VMCluster the VMStorage rollout patches; omitted: the VMCluster
 	// observability/vmcluster. Responses show the VMCluster's name.
 	VMCluster string `json:"vmCluster,omitempty"`
+	// BackupBeforeRollout asks for a ClusterBackup of the VMCluster before
+	// anything of the node group moves (the CR's field, same shape).
+	BackupBeforeRollout *opsv1.BackupBeforeRollout `json:"backupBeforeRollout,omitempty"`
 
 	// vmClusterRef is VMCluster resolved at request time (resolveTargets).
 	vmClusterRef *opsv1.VMClusterReference
@@ -105,12 +108,15 @@ type ManifestMetadata struct {
 
 // Step is one step of the plan.
 type Step struct {
-	ID             string     `json:"id"`
-	Type           string     `json:"type"`
-	Action         string     `json:"action"`
-	Target         string     `json:"target,omitempty"`
-	Phase          string     `json:"phase"`
-	OperationID    string     `json:"operationId,omitempty"`
+	ID          string `json:"id"`
+	Type        string `json:"type"`
+	Action      string `json:"action"`
+	Target      string `json:"target,omitempty"`
+	Phase       string `json:"phase"`
+	OperationID string `json:"operationId,omitempty"`
+	// Backup is the ClusterBackup ("<namespace>/<name>") of a
+	// BackupVMStorage step.
+	Backup         string     `json:"backup,omitempty"`
 	Message        string     `json:"message,omitempty"`
 	StartTime      *time.Time `json:"startTime,omitempty"`
 	CompletionTime *time.Time `json:"completionTime,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -196,6 +197,25 @@ func Validate(r *Request) []apierror.FieldViolation {
 			add(f+".vmCluster", "is only valid with requiresVMStorageRollout: true")
 		case len(n.VMCluster) > 253:
 			add(f+".vmCluster", "must be at most 253 characters (a vmcluster id or name)")
+		}
+		if g := n.BackupBeforeRollout; g != nil {
+			// The CRD's rules (NodeGroupUpgrade, BackupDestination); the
+			// fs:// roots and the Secret are the ClusterBackup's preflight
+			// (a backup that fails them fails the gate, and the upgrade,
+			// before anything moved).
+			bf := f + ".backupBeforeRollout"
+			switch {
+			case !n.RequiresVMStorageRollout:
+				add(bf, "requires requiresVMStorageRollout: true")
+			case g.Destination.URL == "":
+				add(bf+".destination.url", "is required")
+			default:
+				if msg := config.BackupDestinationProblem(g.Destination.URL); msg != "" {
+					add(bf+".destination.url", "%s", msg)
+				} else if config.IsFSBackupDestination(g.Destination.URL) && g.Destination.CredentialsSecretRef != nil {
+					add(bf+".destination.credentialsSecretRef", "is not used with an fs:// url")
+				}
+			}
 		}
 		for field, value := range map[string]string{".vmstorageSTSName": n.VMStorageSTSName, ".vmstorageSTSNamespace": n.VMStorageSTSNamespace} {
 			if value == "" {

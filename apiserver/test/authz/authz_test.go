@@ -335,6 +335,17 @@ func (f *fixture) restore(vmclusterID, backup string) string {
 	return r.ID
 }
 
+// backupSchedule creates a backup schedule of the vmcluster as the admin
+// and returns its id.
+func (f *fixture) backupSchedule(vmclusterID, name string) string {
+	var b struct {
+		ID string `json:"id"`
+	}
+	body := fmt.Sprintf(`{"name":"s-%s","schedule":"@daily","keep_last":2}`, name)
+	NewWithT(f.t).Expect(json.Unmarshal(f.admin(http.MethodPost, vmclustersPath+"/"+vmclusterID+"/backupSchedules", body), &b)).To(Succeed())
+	return b.ID
+}
+
 func (f *fixture) annotation(obj client.Object, user string) {
 	f.t.Helper()
 	NewWithT(f.t).Eventually(func() string {
@@ -411,6 +422,22 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 	case "restores.get":
 		id := f.vmcluster(name)
 		return request{path: vmclustersPath + "/" + id + "/restores/" + f.restore(id, f.succeededBackup(id)), missingPath: vmclustersPath + "/" + id + "/restores/no-such-restore"}, true
+	case "backupSchedules.create":
+		id := f.vmcluster(name)
+		return request{path: vmclustersPath + "/" + id + "/backupSchedules", body: fmt.Sprintf(`{"name":"s-%s","schedule":"@daily","keep_last":2}`, name), initiatedBy: func(user string) {
+			f.annotation(&opsv1.ClusterBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "s-" + name, Namespace: f.ns}}, user)
+		}}, true
+	case "backupSchedules.list":
+		return request{path: vmclustersPath + "/" + f.vmcluster(name) + "/backupSchedules"}, true
+	case "backupSchedules.get":
+		id := f.vmcluster(name)
+		return request{path: vmclustersPath + "/" + id + "/backupSchedules/" + f.backupSchedule(id, name), missingPath: vmclustersPath + "/" + id + "/backupSchedules/no-such-schedule"}, true
+	case "backupSchedules.update":
+		id := f.vmcluster(name)
+		return request{path: vmclustersPath + "/" + id + "/backupSchedules/" + f.backupSchedule(id, name), body: `{"schedule":"@hourly","keep_last":3}`}, true
+	case "backupSchedules.delete":
+		id := f.vmcluster(name)
+		return request{path: vmclustersPath + "/" + id + "/backupSchedules/" + f.backupSchedule(id, name)}, true
 	case "upgradeOperations.create":
 		f.finishUpgrades()
 		return request{path: "/ops/api/v1/upgradeOperations", body: upgradeRequest, initiatedBy: func(user string) {

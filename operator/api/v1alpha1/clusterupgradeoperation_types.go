@@ -252,6 +252,7 @@ type ClusterAddon struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.vmstorageSTSName) || (has(self.requiresVMStorageRollout) && self.requiresVMStorageRollout)",message="vmstorageSTSName requires requiresVMStorageRollout: true",fieldPath=".vmstorageSTSName",reason="FieldValueForbidden"
 // +kubebuilder:validation:XValidation:rule="!has(self.vmstorageSTSNamespace) || (has(self.requiresVMStorageRollout) && self.requiresVMStorageRollout)",message="vmstorageSTSNamespace requires requiresVMStorageRollout: true",fieldPath=".vmstorageSTSNamespace",reason="FieldValueForbidden"
 // +kubebuilder:validation:XValidation:rule="!has(self.vmCluster) || (has(self.requiresVMStorageRollout) && self.requiresVMStorageRollout)",message="vmCluster requires requiresVMStorageRollout: true",fieldPath=".vmCluster",reason="FieldValueForbidden"
+// +kubebuilder:validation:XValidation:rule="!has(self.backupBeforeRollout) || (has(self.requiresVMStorageRollout) && self.requiresVMStorageRollout)",message="backupBeforeRollout requires requiresVMStorageRollout: true",fieldPath=".backupBeforeRollout",reason="FieldValueForbidden"
 type NodeGroupUpgrade struct {
 	// NodeGroupName is the name of the existing node group (EKS node group,
 	// GKE/AKS/ACK node pool) to upgrade, as the cloud names it: EKS 1-63
@@ -332,6 +333,24 @@ type NodeGroupUpgrade struct {
 	// records vmClusterHelmValues on that HelmRelease (docs/upgrades.md).
 	// +optional
 	VMCluster *VMClusterReference `json:"vmCluster,omitempty"`
+
+	// BackupBeforeRollout asks for a ClusterBackup of the rolled-out
+	// VMCluster before anything of this node group moves: a BackupVMStorage
+	// step, first of the node group (before its new node group is created),
+	// creates it in the VMCluster's namespace, waits for it to Succeed and
+	// records it in the step's backup; a backup that does not Succeed fails
+	// the operation. Only valid with requiresVMStorageRollout: true.
+	// +optional
+	BackupBeforeRollout *BackupBeforeRollout `json:"backupBeforeRollout,omitempty"`
+}
+
+// BackupBeforeRollout is the backup a node group upgrade takes before its
+// vmstorage rollout.
+type BackupBeforeRollout struct {
+	// Destination of the backup (see ClusterBackup); a credentials Secret
+	// is read from the VMCluster's namespace.
+	// +required
+	Destination BackupDestination `json:"destination"`
 }
 
 // UpgradePhase is the lifecycle phase of a ClusterUpgradeOperation.
@@ -407,6 +426,10 @@ const (
 	ActionDrainNodes StepAction = "DrainNodes"
 	// ActionDeleteNodeGroup deletes the old node group.
 	ActionDeleteNodeGroup StepAction = "DeleteNodeGroup"
+	// ActionBackupVMStorage backs up the VMCluster a node group's vmstorage
+	// rollout moves (backupBeforeRollout) and waits for the backup to
+	// Succeed, before anything of the node group moves.
+	ActionBackupVMStorage StepAction = "BackupVMStorage"
 )
 
 // StepPhase is the phase of one step.
@@ -478,6 +501,12 @@ type UpgradeStep struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=8192
 	OperationID string `json:"operationID,omitempty"`
+
+	// Backup is the ClusterBackup ("<namespace>/<name>") a BackupVMStorage
+	// step created, recorded before it waits for it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Backup string `json:"backup,omitempty"`
 
 	// Attempts is how many times the step was started.
 	// +optional

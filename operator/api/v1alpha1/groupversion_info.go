@@ -54,6 +54,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ClusterBackupList{},
 		&ClusterRestore{},
 		&ClusterRestoreList{},
+		&ClusterBackupSchedule{},
+		&ClusterBackupScheduleList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

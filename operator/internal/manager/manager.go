@@ -25,6 +25,7 @@ import (
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/backup"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/restore"
+	"github.com/tidbcloud/ops-server/operator/internal/controller/schedule"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/upgrade"
 	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
@@ -272,6 +273,14 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 		Options:   ro,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ClusterRestore controller: %w", err)
+	}
+	if err := (&schedule.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("ops-operator"),
+		Options:   schedule.Options{FSRoots: bo.FSRoots, MaxRetryDelay: o.Upgrade.MaxRetryDelay},
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the ClusterBackupSchedule controller: %w", err)
 	}
 	return mgr, nil
 }

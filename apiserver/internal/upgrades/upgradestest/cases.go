@@ -137,6 +137,18 @@ func InvalidRequests() []Invalid {
 		}), "nodeGroupUpgrades[0].requiresVMStorageRollout"},
 		{"helm values without rollout", Mutate(func(m map[string]any) { NodeGroup(m, 1)["requiresVMStorageRollout"] = false }), "nodeGroupUpgrades[1].vmClusterHelmValues"},
 		{"vmCluster without rollout", Mutate(func(m map[string]any) { NodeGroup(m, 0)["vmCluster"] = "metrics" }), "nodeGroupUpgrades[0].vmCluster"},
+		{"backup gate without rollout", Mutate(func(m map[string]any) {
+			NodeGroup(m, 0)["backupBeforeRollout"] = map[string]any{"destination": map[string]any{"url": "s3://b/p"}}
+		}), "nodeGroupUpgrades[0].backupBeforeRollout"},
+		{"backup gate without url", Mutate(func(m map[string]any) {
+			NodeGroup(m, 1)["backupBeforeRollout"] = map[string]any{"destination": map[string]any{}}
+		}), "nodeGroupUpgrades[1].backupBeforeRollout.destination.url"},
+		{"backup gate bad url", Mutate(func(m map[string]any) {
+			NodeGroup(m, 1)["backupBeforeRollout"] = map[string]any{"destination": map[string]any{"url": "http://b/p"}}
+		}), "nodeGroupUpgrades[1].backupBeforeRollout.destination.url"},
+		{"backup gate fs with credentials", Mutate(func(m map[string]any) {
+			NodeGroup(m, 1)["backupBeforeRollout"] = map[string]any{"destination": map[string]any{"url": "fs:///b", "credentialsSecretRef": map[string]any{"name": "x"}}}
+		}), "nodeGroupUpgrades[1].backupBeforeRollout.destination.credentialsSecretRef"},
 		{"rollout without helm values", Mutate(func(m map[string]any) { delete(NodeGroup(m, 1), "vmClusterHelmValues") }), "nodeGroupUpgrades[1].vmClusterHelmValues"},
 		{"helm values not an object", Mutate(func(m map[string]any) { NodeGroup(m, 1)["vmClusterHelmValues"] = []any{1} }), "nodeGroupUpgrades[1].vmClusterHelmValues"},
 		{"blue-green without new name", Mutate(func(m map[string]any) { delete(NodeGroup(m, 1), "newNodeGroupName") }), "nodeGroupUpgrades[1].newNodeGroupName"},

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/internal/backupdata/s3test"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/backup"
 	"github.com/tidbcloud/ops-server/operator/internal/manager"
 	"github.com/tidbcloud/ops-server/operator/internal/skeleton/kstatustest"
@@ -169,7 +170,19 @@ func TestJobRunner(t *testing.T) {
 		StringData: map[string]string{"credentials": "[default]\naws_access_key_id = AKIAEXAMPLE\naws_secret_access_key = secret\n"},
 	}
 	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
-	startOperator(t, f, nil, func(o *manager.Options) { o.Backup.Job.ServiceAccountName = "vmbackup" })
+	// The bucket, on an S3 server speaking the real wire format: what the
+	// uploads would have written, and another backup's data.
+	bucket := &s3test.Server{KeyID: "AKIAEXAMPLE", Objects: map[string]map[string]bool{"o11y-backups": {
+		"prod/vmc/to-s3/" + podName(f.name, 0) + "/backup_complete.ignore":   true,
+		"prod/vmc/to-s3/" + podName(f.name, 0) + "/data/part-1":              true,
+		"prod/vmc/to-s3/" + podName(f.name, 1) + "/data/part-1":              true,
+		"prod/vmc/to-s3-2/" + podName(f.name, 0) + "/backup_complete.ignore": true,
+	}}}
+	endpoint := s3test.Start(t, bucket)
+	startOperator(t, f, nil, func(o *manager.Options) {
+		o.Backup.Job.ServiceAccountName = "vmbackup"
+		o.Backup.Data.S3Endpoint = endpoint
+	})
 
 	b := newBackup(f, "to-s3", "s3://o11y-backups/prod", func(b *opsv1.ClusterBackup) {
 		b.Spec.Destination.CredentialsSecretRef = &opsv1.SecretKeyReference{Name: secret.Name, Key: "credentials"}
@@ -263,8 +276,9 @@ func TestJobRunner(t *testing.T) {
 		g.Expect(snapshots(t, n)).To(BeEmpty())
 	}
 
-	// Deleting it with deletionPolicy Delete: the Jobs go; an object
-	// store's data is kept, and an event says so.
+	// Deleting it with deletionPolicy Delete: the Jobs go, and so does
+	// the data each replica wrote (with the credentials the uploads used,
+	// the Secret's credentials file), and nothing else.
 	patch := client.MergeFrom(done.DeepCopy())
 	done.Spec.DeletionPolicy = opsv1.DeletionPolicyDelete
 	g.Expect(env.Client.Patch(ctx, done, patch)).To(Succeed())
@@ -276,7 +290,9 @@ func TestJobRunner(t *testing.T) {
 	for _, j := range jobs {
 		g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(j), &batchv1.Job{}))).To(BeTrue(), "Job %s deleted", j.Name)
 	}
-	g.Expect(eventMessages(g, f.ns, "DataRetained")).To(ConsistOf(ContainSubstring("s3://o11y-backups/prod was kept")))
+	g.Expect(bucket.Keys("o11y-backups")).To(Equal(map[string]bool{"prod/vmc/to-s3-2/" + podName(f.name, 0) + "/backup_complete.ignore": true}))
+	g.Expect(eventMessages(g, f.ns, "DataDeleted")).To(ConsistOf(ContainSubstring("deleted 3 objects of the backup under s3://o11y-backups/prod")))
+	g.Expect(eventMessages(g, f.ns, "DataRetained")).To(BeEmpty())
 }
 
 func TestRefusesWhileVMClusterNotReady(t *testing.T) {

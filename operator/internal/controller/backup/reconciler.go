@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/internal/backupdata"
 	"github.com/tidbcloud/ops-server/operator/internal/skeleton"
 	"github.com/tidbcloud/ops-server/operator/internal/vmsnapshot"
 )
@@ -115,6 +116,10 @@ type Options struct {
 	// opsv1.CleanFSRoots) an fs:// destination must be inside
 	// (--backup-fs-roots); none: fs:// destinations are refused.
 	FSRoots []string
+
+	// Data configures the deletion of object-store data (deletionPolicy
+	// Delete): package backupdata.
+	Data backupdata.Options
 }
 
 // DefaultOptions are the production defaults.

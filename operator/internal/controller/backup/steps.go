@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/internal/backupdata"
 	"github.com/tidbcloud/ops-server/operator/internal/exclusion"
 	"github.com/tidbcloud/ops-server/operator/internal/skeleton"
 	"github.com/tidbcloud/ops-server/operator/internal/vmsnapshot"
@@ -507,7 +508,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *opsv1.ClusterBackup
 		}
 	}
 	if b.Spec.DeletionPolicy == opsv1.DeletionPolicyDelete {
-		r.deleteData(ctx, b)
+		if err := r.deleteData(ctx, b); err != nil {
+			// Retried (the finalizer stays) for a while, then given
+			// up with a Warning (deleteData).
+			return reconcile.Result{}, err
+		}
 	}
 	patch := client.MergeFrom(b.DeepCopy())
 	controllerutil.RemoveFinalizer(b, Finalizer)
@@ -518,29 +523,36 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *opsv1.ClusterBackup
 	return reconcile.Result{}, nil
 }
 
-// deleteData removes what the backup wrote, for deletionPolicy Delete.
-// Only fs:// destinations the operator can see (a runner sharing its
-// filesystem) are removed; elsewhere the data is kept and a Warning event
-// says so.
-func (r *Reconciler) deleteData(ctx context.Context, b *opsv1.ClusterBackup) {
-	_, isFS := fsPath(b.Spec.Destination.URL)
-	if isFS {
-		if msg := opsv1.FSDestinationProblem(b.Spec.Destination.URL, r.Options.FSRoots); msg != "" {
-			r.event(b, corev1.EventTypeWarning, "DataRetained", "deletionPolicy Delete: the data under %s was kept: %s", b.Spec.Destination.URL, msg)
-			return
-		}
-	}
-	if !isFS || !sharesFilesystem(r.Options.Runner) {
-		r.event(b, corev1.EventTypeWarning, "DataRetained",
-			"deletionPolicy Delete: removing backups from %s is not supported by ops-operator yet; the data under %s was kept",
-			strings.SplitN(b.Spec.Destination.URL, "://", 2)[0]+"://", b.Spec.Destination.URL)
-		return
-	}
+// deleteData removes what the backup wrote, for deletionPolicy Delete
+// (whether the backup was deleted by hand or by a schedule's retention):
+// fs:// destinations the operator can see (a runner sharing its
+// filesystem) here, s3:// through package backupdata with the
+// destination's credentials. Elsewhere the data is kept and a Warning
+// event says so. An object-store error is returned (the deletion is
+// retried) until SnapshotTimeout after the deletion was requested; then
+// the data is left with a DataDeleteFailed Warning.
+func (r *Reconciler) deleteData(ctx context.Context, b *opsv1.ClusterBackup) error {
 	var dirs []string
 	for _, rep := range b.Status.Replicas {
 		if rep.Destination != "" && !slices.Contains(dirs, rep.Destination) {
 			dirs = append(dirs, rep.Destination)
 		}
+	}
+	_, isFS := fsPath(b.Spec.Destination.URL)
+	if isFS {
+		if msg := opsv1.FSDestinationProblem(b.Spec.Destination.URL, r.Options.FSRoots); msg != "" {
+			r.event(b, corev1.EventTypeWarning, "DataRetained", "deletionPolicy Delete: the data under %s was kept: %s", b.Spec.Destination.URL, msg)
+			return nil
+		}
+	}
+	if !isFS && backupdata.Supported(b.Spec.Destination.URL) {
+		return r.deleteObjectData(ctx, b, dirs)
+	}
+	if !isFS || !sharesFilesystem(r.Options.Runner) {
+		r.event(b, corev1.EventTypeWarning, "DataRetained",
+			"deletionPolicy Delete: removing backups from %s is not supported by ops-operator yet; the data under %s was kept",
+			strings.SplitN(b.Spec.Destination.URL, "://", 2)[0]+"://", b.Spec.Destination.URL)
+		return nil
 	}
 	for _, d := range dirs {
 		if err := removeFSBackup(b.Spec.Destination.URL, d); err != nil {
@@ -553,4 +565,45 @@ func (r *Reconciler) deleteData(ctx context.Context, b *opsv1.ClusterBackup) {
 			_ = os.Remove(filepath.Dir(p))
 		}
 	}
+	return nil
+}
+
+// deleteObjectData removes the replicas' data from an object store with the
+// credentials the uploads used (the destination's labelled Secret: with a
+// key, its value as a credentials file; without, every key as an
+// environment variable; none: the ambient identity).
+func (r *Reconciler) deleteObjectData(ctx context.Context, b *opsv1.ClusterBackup, dirs []string) error {
+	var creds backupdata.Credentials
+	if ref := b.Spec.Destination.CredentialsSecretRef; ref != nil {
+		sec, err := r.backupSecret(ctx, b.Namespace, ref.Name)
+		if err != nil {
+			return r.giveUpOrRetry(b, err)
+		}
+		if ref.Key != "" {
+			creds.File = sec.Data[ref.Key]
+		} else {
+			creds.Env = map[string]string{}
+			for k, v := range sec.Data {
+				creds.Env[k] = string(v)
+			}
+		}
+	}
+	n, err := backupdata.Remove(ctx, dirs, creds, r.Options.Data)
+	if err != nil {
+		return r.giveUpOrRetry(b, err)
+	}
+	log.FromContext(ctx).Info("Deleted backup data", "destination", b.Spec.Destination.URL, "objects", n)
+	r.event(b, corev1.EventTypeNormal, "DataDeleted", "deletionPolicy Delete: deleted %d objects of the backup under %s", n, b.Spec.Destination.URL)
+	return nil
+}
+
+// giveUpOrRetry returns err (retry) while the deletion is recent, and nil
+// with a DataDeleteFailed Warning once SnapshotTimeout passed, or at once
+// for an error that retrying will not fix.
+func (r *Reconciler) giveUpOrRetry(b *opsv1.ClusterBackup, err error) error {
+	if !IsPermanent(err) && !r.expired(b.DeletionTimestamp, r.Options.SnapshotTimeout) {
+		return fmt.Errorf("deleting the data of %s: %w", klog.KObj(b), err)
+	}
+	r.event(b, corev1.EventTypeWarning, "DataDeleteFailed", "deletionPolicy Delete: the data under %s was kept: %s", b.Spec.Destination.URL, sanitize(err.Error()))
+	return nil
 }

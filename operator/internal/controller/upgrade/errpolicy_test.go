@@ -126,7 +126,8 @@ func policyOp(action opsv1.StepAction, poll bool) (*opsv1.ClusterUpgradeOperatio
 			ClusterAddons: []opsv1.ClusterAddon{{Name: "vpc-cni", Version: "v2"}},
 			NodeGroupUpgrades: []opsv1.NodeGroupUpgrade{
 				{NodeGroupName: "inplace", Strategy: opsv1.StrategyInPlace},
-				{NodeGroupName: "old", Strategy: opsv1.StrategyBlueGreen, NewNodeGroupName: "new", RequiresVMStorageRollout: true},
+				{NodeGroupName: "old", Strategy: opsv1.StrategyBlueGreen, NewNodeGroupName: "new", RequiresVMStorageRollout: true,
+					BackupBeforeRollout: &opsv1.BackupBeforeRollout{Destination: opsv1.BackupDestination{URL: "s3://b/p"}}},
 			},
 		},
 	}
@@ -220,6 +221,7 @@ func TestErrorPolicyPerStep(t *testing.T) {
 		{action: opsv1.ActionDrainNodes, k8s: true},
 		{action: opsv1.ActionDeleteNodeGroup, cloud: true},
 		{action: opsv1.ActionDeleteNodeGroup, poll: true, cloud: true},
+		{action: opsv1.ActionBackupVMStorage, k8s: true},
 	}
 	// Every step kind is covered.
 	covered := map[opsv1.StepAction]bool{}

@@ -38,7 +38,12 @@ func nodeGroupActions(ng opsv1.NodeGroupUpgrade) []opsv1.StepAction {
 	if ng.Strategy != opsv1.StrategyBlueGreen {
 		return []opsv1.StepAction{opsv1.ActionUpgradeNodeGroup}
 	}
-	actions := []opsv1.StepAction{opsv1.ActionCreateNodeGroup, opsv1.ActionWaitNodesReady}
+	var actions []opsv1.StepAction
+	if ng.RequiresVMStorageRollout && ng.BackupBeforeRollout != nil {
+		// The backup gate: before anything of the node group moves.
+		actions = append(actions, opsv1.ActionBackupVMStorage)
+	}
+	actions = append(actions, opsv1.ActionCreateNodeGroup, opsv1.ActionWaitNodesReady)
 	if ng.RequiresVMStorageRollout {
 		actions = append(actions, opsv1.ActionRolloutVMStorage)
 	}

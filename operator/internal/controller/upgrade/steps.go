@@ -191,6 +191,7 @@ var stepFuncs = map[opsv1.StepAction]stepFunc{
 	opsv1.ActionRolloutVMStorage:    (*Reconciler).rolloutVMStorage,
 	opsv1.ActionCordonNodes:         (*Reconciler).cordonNodes,
 	opsv1.ActionDrainNodes:          (*Reconciler).drain,
+	opsv1.ActionBackupVMStorage:     (*Reconciler).backupVMStorage,
 }
 
 // runStep starts a step, or makes one more pass of a Kubernetes-side one.
