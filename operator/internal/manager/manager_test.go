@@ -60,6 +60,7 @@ func TestNewBackupRunner(t *testing.T) {
 			o.MetricsAddr, o.HealthAddr, o.LeaderElection = "0", "0", false
 			o.SkipControllerNameValidation = true
 			o.BackupRunner, o.BackupLocal = tc.runner, tc.local
+			o.VMRestoreBinary = bin // any executable: nothing runs it here
 			mgr, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, o, nil)
 			if tc.errMatch != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tc.errMatch)))
