@@ -7,8 +7,9 @@
 #
 # Static binaries (CGO_ENABLED=0) on distroless static, as the nonroot user
 # (65532, the UID the Helm chart runs them with). The ops-apiserver image
-# carries the VictoriaMetrics cluster chart under /etc/charts, the
-# "local chart" source it serves to the source-controller sidecar.
+# carries the charts of the default observability stack (vm-operator,
+# vmcluster, vmagent) under /etc/charts, the "local chart" source it serves
+# to the source-controller sidecar.
 # The Flux images are upstream's (see the chart's values.yaml).
 
 ARG GO_VERSION=1.26
@@ -47,6 +48,8 @@ LABEL org.opencontainers.image.title="ops-apiserver" \
       org.opencontainers.image.source="https://github.com/tidbcloud/ops-server"
 COPY --from=build-apiserver /out/ops-apiserver /usr/local/bin/ops-apiserver
 COPY deploy/charts/vmcluster /etc/charts/vmcluster
+COPY deploy/charts/vm-operator /etc/charts/vm-operator
+COPY deploy/charts/vmagent /etc/charts/vmagent
 USER 65532:65532
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/ops-apiserver"]
