@@ -529,7 +529,10 @@ func TestDockerfile(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(yaml.Unmarshal(vb, &values)).To(Succeed())
 	localDir := values["apiserver"].(map[string]any)["chart"].(map[string]any)["localDir"].(string)
-	g.Expect(df).To(ContainSubstring("COPY deploy/charts/vmcluster " + localDir + "/vmcluster"))
+	// The charts of the default ObservabilityStack (docs/bootstrap.md).
+	for _, chart := range []string{"vmcluster", "vm-operator", "vmagent"} {
+		g.Expect(df).To(ContainSubstring("COPY deploy/charts/"+chart+" "+localDir+"/"+chart), chart)
+	}
 }
 
 // --- helpers ---

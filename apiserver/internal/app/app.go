@@ -41,6 +41,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
+	"github.com/tidbcloud/ops-server/apiserver/internal/stacks"
 	"github.com/tidbcloud/ops-server/apiserver/internal/troubleshoot"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
@@ -86,7 +87,7 @@ type App struct {
 // document (or the other way round) fails it. bk is the backups service;
 // it may be left out where only the routes matter (that test).
 func APIs(vm vmclusters.Operations, up *upgrades.Service, bk ...*backups.Service) []server.API {
-	return APIsWith(vm, up, nil, bk...)
+	return append(APIsWith(vm, up, nil, bk...), &stacks.Handler{})
 }
 
 // APIsWith is APIs with the troubleshooting service ts (nil where only
@@ -218,7 +219,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		DiagnosticsLogLines: tc.DiagnosticsLogLines, DiagnosticsMaxBytes: tc.DiagnosticsMaxBytes,
 	}
 
-	a.apis = APIsWith(svc, up, ts, bk)
+	a.apis = append(APIsWith(svc, up, ts, bk), &stacks.Handler{Reader: kube, Namespace: cfg.Namespace})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.Collector())
 	a.echo, err = server.New(server.Options{

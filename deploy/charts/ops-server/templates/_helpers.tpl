@@ -163,3 +163,12 @@ providers' configuration file and the simulated cloud.
     defaultMode: 0440
 {{- end }}
 {{- end }}
+
+{{- /*
+The Helm repository the components of ObservabilityStacks install from:
+bootstrap.repository, or the charts ops-apiserver serves on localhost to its
+source-controller sidecar (the reader of every HelmRepository).
+*/ -}}
+{{- define "ops-server.bootstrapRepository" -}}
+{{- default (printf "http://127.0.0.1:%d" (int .Values.apiserver.localRepositoryPort)) .Values.bootstrap.repository }}
+{{- end }}
