@@ -305,14 +305,14 @@ func TestOperatorRBACCoversItsCalls(t *testing.T) {
 		"spec": map[string]any{"interval": "10m", "chart": map[string]any{"spec": map[string]any{
 			"chart": "vmagent", "sourceRef": map[string]any{"kind": "HelmRepository", "name": "default-charts"}}}},
 	}}
-	authorized(g, op.Apply(ctx, client.ApplyConfigurationFromUnstructured(hrApply), client.FieldOwner("ops-operator"), client.ForceOwnership), "apply helmrelease")
+	authorized(g, op.Apply(ctx, client.ApplyConfigurationFromUnstructured(hrApply.DeepCopy()), client.FieldOwner("ops-operator"), client.ForceOwnership), "apply helmrelease")
 	repoApply := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository",
 		"metadata": map[string]any{"name": "default-charts", "namespace": ns},
 		"spec":     map[string]any{"interval": "10m", "url": "http://127.0.0.1:8089"},
 	}}
-	authorized(g, op.Apply(ctx, client.ApplyConfigurationFromUnstructured(repoApply), client.FieldOwner("ops-operator"), client.ForceOwnership), "apply helmrepository")
-	authorized(g, op.Apply(ctx, client.ApplyConfigurationFromUnstructured(repoApply), client.FieldOwner("ops-operator"), client.ForceOwnership), "apply helmrepository again (patch)")
+	authorized(g, op.Apply(ctx, client.ApplyConfigurationFromUnstructured(repoApply.DeepCopy()), client.FieldOwner("ops-operator"), client.ForceOwnership), "apply helmrepository")
+	authorized(g, op.Apply(ctx, client.ApplyConfigurationFromUnstructured(repoApply.DeepCopy()), client.FieldOwner("ops-operator"), client.ForceOwnership), "apply helmrepository again (patch)")
 	authorized(g, op.Delete(ctx, &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: "vmagent", Namespace: ns}}), "delete helmrelease")
 
 	// Outside the needed set.
@@ -551,6 +551,12 @@ func TestAPIServerRBACCoversItsCalls(t *testing.T) {
 	forbidden(g, api.List(ctx, &corev1.NodeList{}), "list nodes")
 	forbidden(g, api.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}), "create pods")
 	forbidden(g, api.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "escalate", Namespace: ns}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}}), "create rolebindings")
+	// The helm-controller sidecar installs the stack's charts
+	// (bootstrap.enabled) without any RBAC verb on cluster roles: the VM
+	// operator's ClusterRole is the chart's (rbac-vm-operator.yaml).
+	forbidden(g, api.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-escalate"}}), "create clusterroles")
+	forbidden(g, api.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-escalate"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}}), "create clusterrolebindings")
 	forbidden(g, api.Status().Patch(ctx, &opsv1.ClusterUpgradeOperation{ObjectMeta: metav1.ObjectMeta{Name: "up1", Namespace: ns}}, client.RawPatch(types.MergePatchType, []byte(`{"status":{}}`))), "patch clusterupgradeoperations/status (clients never write status)")
 }
 
