@@ -2,6 +2,7 @@ package bootstrap_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -31,6 +32,12 @@ var (
 // charts: Ready as soon as installed).
 func TestMain(m *testing.M) {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.InfoLevel)))
+	// Fuzzing (FuzzDecide, pure) needs no control plane: go test -fuzz
+	// runs this binary once per worker.
+	flag.Parse()
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		os.Exit(m.Run())
+	}
 	os.Exit(testenv.RunMain(m, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme}},
 		func(e *testenv.Environment) error {
 			env = e
