@@ -8,10 +8,11 @@
 # Static binaries (CGO_ENABLED=0) on distroless static, as the nonroot user
 # (65532, the UID the Helm chart runs them with). The ops-apiserver image
 # carries the catalog's charts (every chart under deploy/charts but
-# ops-server: the VictoriaMetrics cluster chart and the charts components
-# install, docs/components.md) under /etc/charts, the "local chart" source
-# it serves to the source-controller sidecar; e2e/deploy TestDockerfile
-# checks that each has its COPY line.
+# ops-server: the charts of the default observability stack — vm-operator,
+# vmcluster, vmagent — and the charts components install, docs/components.md
+# and docs/bootstrap.md) under /etc/charts, the "local chart" source it serves
+# to the source-controller sidecar; e2e/deploy TestDockerfile checks that each
+# has its COPY line.
 # The Flux images are upstream's (see the chart's values.yaml).
 
 ARG GO_VERSION=1.26
@@ -51,6 +52,8 @@ LABEL org.opencontainers.image.title="ops-apiserver" \
 COPY --from=build-apiserver /out/ops-apiserver /usr/local/bin/ops-apiserver
 # One line per catalog chart (TestDockerfile).
 COPY deploy/charts/vmcluster /etc/charts/vmcluster
+COPY deploy/charts/vm-operator /etc/charts/vm-operator
+COPY deploy/charts/vmagent /etc/charts/vmagent
 USER 65532:65532
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/ops-apiserver"]

@@ -54,10 +54,10 @@ lint: ## gofmt (check only) and go vet on every module.
 
 .PHONY: verify
 verify: generate manifests ## Fail when generated files are stale or go.mod files are untidy.
-	@git add -N crds operator/api deploy/charts/ops-server/crds deploy/kustomize/base >/dev/null 2>&1 || true
-	@if ! git diff --quiet -- crds operator/api deploy/charts/ops-server/crds deploy/kustomize/base; then \
+	@git add -N crds operator/api deploy/charts/ops-server/crds deploy/charts/vm-operator/crds deploy/kustomize/base >/dev/null 2>&1 || true
+	@if ! git diff --quiet -- crds operator/api deploy/charts/ops-server/crds deploy/charts/vm-operator/crds deploy/kustomize/base; then \
 		echo "Generated files are stale; run 'make generate manifests' and commit:"; \
-		git diff --stat -- crds operator/api deploy/charts/ops-server/crds deploy/kustomize/base; exit 1; fi
+		git diff --stat -- crds operator/api deploy/charts/ops-server/crds deploy/charts/vm-operator/crds deploy/kustomize/base; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && go mod tidy -diff >/dev/null) || { echo "go.mod of $$m is not tidy: run 'cd $$m && go mod tidy'"; exit 1; }; done
 
 .PHONY: build

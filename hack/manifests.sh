@@ -41,6 +41,32 @@ if ! grep -q '^kind: CustomResourceDefinition$' "$tmp/vm/operator.victoriametric
   exit 1
 fi
 
+# The vm-operator chart ships every CRD of the operator (the variant without
+# descriptions, one file per CRD), from the same module version the
+# hack/tools/vm-operator binary is built from.
+vm_tools_version=$(sed -n 's/^[[:space:]]*github.com\/VictoriaMetrics\/operator v\(.*\)$/v\1/p' "$root/hack/tools/vm-operator/go.mod")
+if [[ "github.com/VictoriaMetrics/operator@$vm_tools_version" != "$vm_operator" ]]; then
+  echo "hack/tools/vm-operator builds $vm_tools_version, this script reads $vm_operator: keep them equal" >&2
+  exit 1
+fi
+vm_chart_crds="$root/deploy/charts/vm-operator/crds"
+mkdir -p "$vm_chart_crds"
+rm -f "$vm_chart_crds"/*.yaml
+awk -v dir="$vm_chart_crds" '
+  function flush() {
+    if (name != "" && doc ~ /kind: CustomResourceDefinition/) printf "%s", doc > (dir "/" name ".yaml")
+    doc = ""; name = ""
+  }
+  $0 == "---" { flush(); next }
+  { doc = doc $0 "\n" }
+  /^  name: [a-z0-9.]+$/ && name == "" { name = $2 }
+  END { flush() }
+' "$vm_crds"
+if [[ $(ls "$vm_chart_crds" | wc -l) -lt 2 ]]; then
+  echo "no CRDs written to $vm_chart_crds from $vm_crds" >&2
+  exit 1
+fi
+
 mkdir -p "$out"
 rm -f "$out"/*.yaml
 cp "$tmp"/*/*.yaml "$out"/

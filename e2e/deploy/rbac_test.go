@@ -309,6 +309,34 @@ func TestOperatorRBACCoversItsCalls(t *testing.T) {
 	authorized(g, op.Get(ctx, client.ObjectKey{Namespace: ns, Name: "absent"}, &helmv2.HelmRelease{}), "get helmreleases")
 	authorized(g, op.Patch(ctx, &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: "absent", Namespace: ns}}, client.RawPatch(types.MergePatchType, []byte(`{}`))), "patch helmreleases")
 
+	// operator/internal/controller/bootstrap (bootstrap.enabled, the
+	// default): the ObservabilityStack informer, Get and status patch; the
+	// HelmRelease informer, server-side apply of the HelmReleases and the
+	// HelmRepository, Delete of a removed component's HelmRelease.
+	stack := &opsv1.ObservabilityStack{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns},
+		Spec: opsv1.ObservabilityStackSpec{Components: []opsv1.StackComponent{{Name: "vmagent", Chart: "vmagent"}}}}
+	g.Expect(admin.Create(ctx, stack)).To(Succeed())
+	authorized(g, op.List(ctx, &opsv1.ObservabilityStackList{}), "list observabilitystacks")
+	authorized(g, watchOnce(ctx, op, &opsv1.ObservabilityStackList{}), "watch observabilitystacks")
+	authorized(g, op.Get(ctx, client.ObjectKeyFromObject(stack), &opsv1.ObservabilityStack{}), "get observabilitystack")
+	authorized(g, op.Status().Patch(ctx, stack, client.RawPatch(types.MergePatchType, []byte(`{"status":{"observedGeneration":1}}`))), "patch observabilitystacks/status")
+	authorized(g, watchOnce(ctx, op, &helmv2.HelmReleaseList{}), "watch helmreleases")
+	hrApply := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+		"metadata": map[string]any{"name": "vmagent", "namespace": ns},
+		"spec": map[string]any{"interval": "10m", "chart": map[string]any{"spec": map[string]any{
+			"chart": "vmagent", "sourceRef": map[string]any{"kind": "HelmRepository", "name": "default-charts"}}}},
+	}}
+	authorized(g, op.Apply(ctx, client.ApplyConfigurationFromUnstructured(hrApply.DeepCopy()), client.FieldOwner("ops-operator"), client.ForceOwnership), "apply helmrelease")
+	repoApply := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository",
+		"metadata": map[string]any{"name": "default-charts", "namespace": ns},
+		"spec":     map[string]any{"interval": "10m", "url": "http://127.0.0.1:8089"},
+	}}
+	authorized(g, op.Apply(ctx, client.ApplyConfigurationFromUnstructured(repoApply.DeepCopy()), client.FieldOwner("ops-operator"), client.ForceOwnership), "apply helmrepository")
+	authorized(g, op.Apply(ctx, client.ApplyConfigurationFromUnstructured(repoApply.DeepCopy()), client.FieldOwner("ops-operator"), client.ForceOwnership), "apply helmrepository again (patch)")
+	authorized(g, op.Delete(ctx, &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: "vmagent", Namespace: ns}}), "delete helmrelease")
+
 	// Outside the needed set.
 	other := env.NewNamespace(t)
 	forbidden(g, op.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(other)), "delete secrets")
@@ -321,7 +349,8 @@ func TestOperatorRBACCoversItsCalls(t *testing.T) {
 	forbidden(g, op.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-new"}}), "create nodes (mock cloud disabled)")
 	forbidden(g, op.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: other}}), "create leases in another namespace")
 	forbidden(g, op.Patch(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "vmstorage-vm", Namespace: ns}}, client.RawPatch(types.MergePatchType, []byte(`{}`))), "patch statefulsets")
-	forbidden(g, op.Create(ctx, &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns}}), "create helmreleases")
+	forbidden(g, op.Delete(ctx, &sourcev1.HelmRepository{ObjectMeta: metav1.ObjectMeta{Name: "default-charts", Namespace: ns}}), "delete helmrepositories")
+	forbidden(g, op.Patch(ctx, stack, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"allowDataRemoval":true}}`))), "patch of an ObservabilityStack's spec")
 }
 
 // leadOnce runs a client-go leader election until this client leads.
@@ -441,6 +470,8 @@ func TestAPIServerRBACCoversItsCalls(t *testing.T) {
 	// HelmRelease: the informer (list, watch), Create, Get, JSON patch,
 	// Delete with a UID precondition.
 	authorized(g, api.List(ctx, &helmv2.HelmReleaseList{}, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/managed-by": "ops-server"}), "list helmreleases")
+	// apiserver/internal/stacks: GET /bootstrap lists the ObservabilityStacks.
+	authorized(g, api.List(ctx, &opsv1.ObservabilityStackList{}, client.InNamespace(ns)), "list observabilitystacks")
 	authorized(g, watchOnce(ctx, api, &helmv2.HelmReleaseList{}, client.InNamespace(ns)), "watch helmreleases")
 	hr := &helmv2.HelmRelease{
 		ObjectMeta: metav1.ObjectMeta{Name: "vm1", Namespace: ns, Labels: labels},
@@ -542,6 +573,12 @@ func TestAPIServerRBACCoversItsCalls(t *testing.T) {
 	forbidden(g, api.List(ctx, &corev1.NodeList{}), "list nodes")
 	forbidden(g, api.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}), "create pods")
 	forbidden(g, api.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "escalate", Namespace: ns}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}}), "create rolebindings")
+	// The helm-controller sidecar installs the stack's charts
+	// (bootstrap.enabled) without any RBAC verb on cluster roles: the VM
+	// operator's ClusterRole is the chart's (rbac-vm-operator.yaml).
+	forbidden(g, api.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ns + "-escalate"}}), "create clusterroles")
+	forbidden(g, api.Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-escalate"},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}}), "create clusterrolebindings")
 	forbidden(g, api.Status().Patch(ctx, &opsv1.ClusterUpgradeOperation{ObjectMeta: metav1.ObjectMeta{Name: "up1", Namespace: ns}}, client.RawPatch(types.MergePatchType, []byte(`{"status":{}}`))), "patch clusterupgradeoperations/status (clients never write status)")
 }
 

@@ -44,6 +44,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
 	"github.com/tidbcloud/ops-server/apiserver/internal/restores"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
+	"github.com/tidbcloud/ops-server/apiserver/internal/stacks"
 	"github.com/tidbcloud/ops-server/apiserver/internal/troubleshoot"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
@@ -89,7 +90,7 @@ type App struct {
 // document (or the other way round) fails it. bk is the backups service;
 // it may be left out where only the routes matter (that test).
 func APIs(vm vmclusters.Operations, up *upgrades.Service, bk ...*backups.Service) []server.API {
-	return APIsWith(vm, up, nil, nil, bk...)
+	return append(APIsWith(vm, up, nil, nil, bk...), &stacks.Handler{})
 }
 
 // APIsWith is APIs with the troubleshooting service ts and the
@@ -249,7 +250,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		DiagnosticsLogLines: tc.DiagnosticsLogLines, DiagnosticsMaxBytes: tc.DiagnosticsMaxBytes,
 	}
 
-	a.apis = APIsWith(svc, up, ts, comps, bk)
+	a.apis = append(APIsWith(svc, up, ts, comps, bk), &stacks.Handler{Reader: kube, Namespace: cfg.Namespace})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.Collector())
 	a.echo, err = server.New(server.Options{

@@ -476,6 +476,8 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 		id := f.vmcluster(name)
 		return request{path: vmclustersPath + "/" + id + "/pods/no-such-pod/exec", body: `{"command":["ls","/storage"]}`, allowed: http.StatusNotFound,
 			audit: `"command"=["ls" "/storage"]`}, true
+	case "bootstrap.get":
+		return request{path: "/api/v1/observability-ops/bootstrap"}, true
 	case "nodeGroups.list":
 		return request{path: "/ops/api/v1/nodeGroups?k8sClusterName=dev-cluster&region=local&cloudProvider=mock"}, true
 	case "addons.list":

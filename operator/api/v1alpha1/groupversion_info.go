@@ -56,6 +56,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ClusterRestoreList{},
 		&ClusterBackupSchedule{},
 		&ClusterBackupScheduleList{},
+		&ObservabilityStack{},
+		&ObservabilityStackList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

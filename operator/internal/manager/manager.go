@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -24,6 +26,7 @@ import (
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/backup"
+	"github.com/tidbcloud/ops-server/operator/internal/controller/bootstrap"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/restore"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/schedule"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/upgrade"
@@ -66,6 +69,9 @@ type Options struct {
 	// SkipControllerNameValidation allows several managers in one process
 	// (tests that restart the operator).
 	SkipControllerNameValidation bool
+	// Bootstrap configures the ObservabilityStack controller; it runs only
+	// with a chart repository (--bootstrap-chart-repository).
+	Bootstrap bootstrap.Options
 }
 
 // The values of --backup-runner.
@@ -90,6 +96,7 @@ func DefaultOptions() Options {
 		MockOperationTime:    5 * time.Second,
 		GracefulShutdownTime: 30 * time.Second,
 		BackupRunner:         BackupRunnerJob,
+		Bootstrap:            bootstrap.DefaultOptions(),
 	}
 }
 
@@ -129,6 +136,10 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MockNamespace, "mock-namespace", o.MockNamespace, "Namespace of the simulated cloud's state (cloudProvider mock).")
 	fs.DurationVar(&o.MockOperationTime, "mock-operation-duration", o.MockOperationTime, "Simulated duration of every mock cloud operation.")
 	fs.StringVar(&o.WatchNamespace, "watch-namespace", o.WatchNamespace, "Only reconcile objects in this namespace (default: all namespaces).")
+	fs.StringVar(&o.Bootstrap.RepositoryURL, "bootstrap-chart-repository", o.Bootstrap.RepositoryURL, "Helm repository URL the HelmReleases of ObservabilityStacks install from (the charts ops-apiserver serves to its source-controller sidecar, e.g. http://127.0.0.1:8089); empty: ObservabilityStacks are not reconciled.")
+	fs.DurationVar(&o.Bootstrap.PollInterval, "bootstrap-poll-interval", o.Bootstrap.PollInterval, "How often an ObservabilityStack that is not Ready is looked at again (its HelmReleases are watched as well).")
+	fs.DurationVar(&o.Bootstrap.ReleaseInterval, "bootstrap-release-interval", o.Bootstrap.ReleaseInterval, "spec.interval of the HelmReleases of ObservabilityStacks.")
+	fs.DurationVar(&o.Bootstrap.SourceInterval, "bootstrap-source-interval", o.Bootstrap.SourceInterval, "Interval of the HelmRepository and charts of ObservabilityStacks.")
 	fs.DurationVar(&o.GracefulShutdownTime, "graceful-shutdown-timeout", o.GracefulShutdownTime, "How long to wait for reconciles to finish on shutdown.")
 }
 
@@ -137,6 +148,8 @@ func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(opsv1.AddToScheme(s))
+	utilruntime.Must(helmv2.AddToScheme(s))
+	utilruntime.Must(sourcev1.AddToScheme(s))
 	return s
 }
 
@@ -281,6 +294,20 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 		Options:   schedule.Options{FSRoots: bo.FSRoots, MaxRetryDelay: o.Upgrade.MaxRetryDelay},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ClusterBackupSchedule controller: %w", err)
+	}
+	if o.Bootstrap.RepositoryURL == "" {
+		mgr.GetLogger().Info("ObservabilityStacks are not reconciled: no --bootstrap-chart-repository")
+		return mgr, nil
+	}
+	bs := o.Bootstrap
+	bs.MaxRetryDelay = o.Upgrade.MaxRetryDelay
+	if err := (&bootstrap.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("ops-operator"),
+		Options:   bs,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the ObservabilityStack controller: %w", err)
 	}
 	return mgr, nil
 }

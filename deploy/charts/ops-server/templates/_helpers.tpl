@@ -171,3 +171,12 @@ chart renders none; e2e/deploy/catalogrbac checks this list.
 */}}
 {{- define "ops-server.catalogClusterRules" -}}
 {{- end }}
+
+{{- /*
+The Helm repository the components of ObservabilityStacks install from:
+bootstrap.repository, or the charts ops-apiserver serves on localhost to its
+source-controller sidecar (the reader of every HelmRepository).
+*/ -}}
+{{- define "ops-server.bootstrapRepository" -}}
+{{- default (printf "http://127.0.0.1:%d" (int .Values.apiserver.localRepositoryPort)) .Values.bootstrap.repository }}
+{{- end }}
