@@ -3,7 +3,10 @@
 // (issue #24, "RBAC that matches"): every chart directory under
 // deploy/charts except ops-server is rendered with its default values
 // (templates and crds/), the (API group, resource, scope) of each object
-// collected, and compared with the rules of the chart's
+// collected with the verbs Helm uses on it (a chart's crds/ are never
+// deleted by Helm; a Role or ClusterRole a chart renders needs every rule
+// it grants held by its creator, RBAC's escalation check), and compared
+// with the rules of the chart's
 // <fullname>-helm-controller-charts Role (namespaced kinds) and
 // <fullname>-helm-controller-charts-cluster ClusterRole (cluster-scoped
 // kinds). Pure rendering: no API server.
@@ -31,6 +34,23 @@ import (
 // chart renders: create, update/patch (three-way merge, server-side
 // apply), get/list/watch (wait), delete (uninstall).
 var helmVerbs = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+
+// crdVerbs are the verbs on a chart's crds/: created on install, replaced
+// on upgrade (HelmRelease crds: CreateReplace), never deleted.
+var crdVerbs = []string{"create", "get", "list", "patch", "update", "watch"}
+
+// need is what one kind needs: the verbs and the charts that need them.
+type need struct {
+	verbs  []string
+	charts []string
+}
+
+func (n *need) add(chart string, verbs ...string) {
+	n.verbs = append(n.verbs, verbs...)
+	if !slices.Contains(n.charts, chart) {
+		n.charts = append(n.charts, chart)
+	}
+}
 
 // clusterScoped are the built-in kinds without a namespace that a chart
 // may render. Kinds defined by a CRD take the CRD's scope.
@@ -94,19 +114,22 @@ func catalogCharts(t *testing.T, root string) []string {
 
 // rendered renders every catalog chart and returns what their objects
 // need, with the charts that render each kind.
-func rendered(t *testing.T, charts []string) map[kindRef][]string {
+func rendered(t *testing.T, charts []string) map[kindRef]*need {
 	t.Helper()
-	var objs []*unstructured.Unstructured
-	from := map[*unstructured.Unstructured]string{}
+	type object struct {
+		u     *unstructured.Unstructured
+		chart string
+		crd   bool // from the chart's crds/
+	}
+	var objs []object
 	crdScope := map[schema.GroupKind]bool{}
 	for _, dir := range charts {
 		res, err := render.Render(render.Options{ChartDir: dir, ReleaseName: "catalog", Namespace: "observability"})
 		if err != nil {
 			t.Fatalf("rendering %s with its default values: %v", dir, err)
 		}
-		for _, o := range append(res.CRDs, res.Objects...) {
-			objs = append(objs, o)
-			from[o] = filepath.Base(dir)
+		for i, o := range append(res.CRDs, res.Objects...) {
+			objs = append(objs, object{u: o, chart: filepath.Base(dir), crd: i < len(res.CRDs)})
 			if o.GetKind() == "CustomResourceDefinition" {
 				group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
 				kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
@@ -115,21 +138,42 @@ func rendered(t *testing.T, charts []string) map[kindRef][]string {
 			}
 		}
 	}
-	need := map[kindRef][]string{}
+	out := map[kindRef]*need{}
+	add := func(k kindRef, chart string, verbs ...string) {
+		if out[k] == nil {
+			out[k] = &need{}
+		}
+		out[k].add(chart, verbs...)
+	}
 	for _, o := range objs {
-		gvk := o.GroupVersionKind()
+		gvk := o.u.GroupVersionKind()
 		gk := gvk.GroupKind()
 		namespaced := !clusterScoped[gk]
 		if ns, ok := crdScope[gk]; ok {
 			namespaced = ns
 		}
 		plural, _ := meta.UnsafeGuessKindToResource(gvk)
-		k := kindRef{Group: gvk.Group, Resource: plural.Resource, Namespaced: namespaced}
-		if !slices.Contains(need[k], from[o]) {
-			need[k] = append(need[k], from[o])
+		verbs := helmVerbs
+		if o.crd {
+			verbs = crdVerbs
+		}
+		add(kindRef{Group: gvk.Group, Resource: plural.Resource, Namespaced: namespaced}, o.chart, verbs...)
+		if gk.Group != rbacv1.GroupName || (gk.Kind != "Role" && gk.Kind != "ClusterRole") {
+			continue
+		}
+		role := &rbacv1.ClusterRole{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.u.Object, role); err != nil {
+			t.Fatalf("%s %s of %s: %v", gk.Kind, o.u.GetName(), o.chart, err)
+		}
+		for _, r := range role.Rules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					add(kindRef{Group: g, Resource: res, Namespaced: gk.Kind == "Role"}, o.chart+" (granted by its "+gk.Kind+")", r.Verbs...)
+				}
+			}
 		}
 	}
-	return need
+	return out
 }
 
 // granted reads the helm-controller-charts roles of the rendered
@@ -186,17 +230,14 @@ func TestHelmControllerRBACMatchesCatalogCharts(t *testing.T) {
 		t.Fatal("the ops-server chart renders no helm-controller-charts Role or ClusterRole (deploy/charts/ops-server/templates/rbac-server.yaml)")
 	}
 
-	for k, by := range need {
+	for k, n := range need {
 		verbs, ok := have[k]
 		if !ok {
-			problems = append(problems, fmt.Sprintf("missing: %s, rendered by %s", k, strings.Join(by, ", ")))
+			problems = append(problems, fmt.Sprintf("missing: %s, needed by %s", k, strings.Join(n.charts, ", ")))
 			continue
 		}
-		sorted := slices.Clone(verbs)
-		sort.Strings(sorted)
-		sorted = slices.Compact(sorted)
-		if !slices.Equal(sorted, helmVerbs) {
-			problems = append(problems, fmt.Sprintf("verbs of %s are %v, want exactly %v", k, sorted, helmVerbs))
+		if got, want := set(verbs), set(n.verbs); !slices.Equal(got, want) {
+			problems = append(problems, fmt.Sprintf("verbs of %s are %v, want exactly %v (%s)", k, got, want, strings.Join(n.charts, ", ")))
 		}
 	}
 	for k := range have {
@@ -210,4 +251,11 @@ func TestHelmControllerRBACMatchesCatalogCharts(t *testing.T) {
 			"ops-server.catalogClusterRules in _helpers.tpl: cluster-scoped kinds) does not match what the catalog charts %v render:\n  %s",
 			charts, strings.Join(problems, "\n  "))
 	}
+}
+
+// set sorts and de-duplicates verbs.
+func set(verbs []string) []string {
+	out := slices.Clone(verbs)
+	sort.Strings(out)
+	return slices.Compact(out)
 }

@@ -167,9 +167,20 @@ providers' configuration file and the simulated cloud.
 {{/*
 The cluster-scoped kinds the catalog's charts render (rbac-server.yaml,
 helm-controller-charts-cluster), as RBAC rules; empty: none. The vmcluster
-chart renders none; e2e/deploy/catalogrbac checks this list.
+and vmagent charts render none, vm-operator its CRDs;
+e2e/deploy/catalogrbac checks this list.
 */}}
 {{- define "ops-server.catalogClusterRules" -}}
+{{- if .Values.bootstrap.enabled }}
+# deploy/charts/vm-operator: its CRDs (crds/, created on install and
+# replaced on upgrade: HelmRelease install/upgrade crds CreateReplace;
+# Helm never deletes a chart's CRDs, so no delete). The operator's
+# ClusterRole and binding are ops-server's own (rbac-vm-operator.yaml):
+# helm-controller has no RBAC verb on cluster roles, no escalate, no bind.
+- apiGroups: [apiextensions.k8s.io]
+  resources: [customresourcedefinitions]
+  verbs: [get, list, watch, create, update, patch]
+{{- end }}
 {{- end }}
 
 {{- /*
