@@ -52,6 +52,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ClusterUpgradeOperationList{},
 		&ClusterBackup{},
 		&ClusterBackupList{},
+		&VMClusterOperation{},
+		&VMClusterOperationList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

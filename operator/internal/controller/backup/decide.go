@@ -72,6 +72,9 @@ type world struct {
 	// rollout names a ClusterUpgradeOperation rolling out the VMCluster's
 	// vmstorage: a backup that has not started waits for it.
 	rollout string
+	// operation names an active VMClusterOperation of the VMCluster: a
+	// backup that has not started waits for it too.
+	operation string
 }
 
 // decide picks the next action from the backup and the observation. It is
@@ -91,6 +94,10 @@ func decide(b *opsv1.ClusterBackup, w *world, now time.Time, startTimeout time.D
 	if w.rollout != "" && !anyStarted(st.Replicas) {
 		return action{kind: actWait, reason: opsv1.WaitingForOperationReason,
 			msg: fmt.Sprintf("Waiting for ClusterUpgradeOperation %s to finish rolling out the vmstorage of VMCluster %s/%s", w.rollout, ns, name)}
+	}
+	if w.operation != "" && !anyStarted(st.Replicas) {
+		return action{kind: actWait, reason: opsv1.WaitingForOperationReason,
+			msg: fmt.Sprintf("Waiting for VMClusterOperation %s of VMCluster %s/%s to finish", w.operation, ns, name)}
 	}
 	if len(st.Replicas) == 0 {
 		if !w.ready {

@@ -45,6 +45,9 @@ func (r *Reconciler) observe(ctx context.Context, b *opsv1.ClusterBackup) (*worl
 		return nil, err
 	}
 	w.rollout = rollout
+	if w.operation, err = exclusion.ActiveOperation(ctx, r.APIReader, key); err != nil {
+		return nil, err
+	}
 	ro, err := vmstorage.RolloutStatus(ctx, r.APIReader, key, 0, stsKey, "", "", false)
 	switch {
 	case apierrors.IsNotFound(err):
