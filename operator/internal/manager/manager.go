@@ -24,8 +24,8 @@ import (
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/backup"
-	"github.com/tidbcloud/ops-server/operator/internal/controller/vmclusterop"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/upgrade"
+	"github.com/tidbcloud/ops-server/operator/internal/controller/vmclusterop"
 	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"

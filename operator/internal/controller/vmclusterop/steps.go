@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -122,7 +123,7 @@ func (r *Reconciler) start(ctx context.Context, s *scope, key types.NamespacedNa
 	}
 	step.Phase, step.StartTime, step.Message = opsv1.StepPhaseRunning, r.now(), "Started"
 	s.op.Status.CurrentStep = step.ID
-	s.requeue = 0
+	s.requeue = time.Millisecond
 	skeleton.Event(r.Recorder, s.op, "Normal", "StepStarted", "%s: %s", step.ID, describe(step))
 	return nil
 }
