@@ -43,6 +43,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/troubleshoot"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusterops"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
@@ -86,12 +87,12 @@ type App struct {
 // document (or the other way round) fails it. bk is the backups service;
 // it may be left out where only the routes matter (that test).
 func APIs(vm vmclusters.Operations, up *upgrades.Service, bk ...*backups.Service) []server.API {
-	return APIsWith(vm, up, nil, bk...)
+	return APIsWith(vm, up, nil, nil, bk...)
 }
 
-// APIsWith is APIs with the troubleshooting service ts (nil where only
-// the routes matter).
-func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.Service, bk ...*backups.Service) []server.API {
+// APIsWith is APIs with the troubleshooting service ts and the vmcluster
+// operations service ops (nil where only the routes matter).
+func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.Service, ops *vmclusterops.Service, bk ...*backups.Service) []server.API {
 	var b *backups.Service
 	if len(bk) > 0 {
 		b = bk[0]
@@ -102,6 +103,7 @@ func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.S
 		&upgrades.Handler{Svc: up},
 		&backups.Handler{Svc: b},
 		&troubleshoot.Handler{Svc: ts},
+		&vmclusterops.Handler{Svc: ops},
 	}
 }
 
@@ -168,6 +170,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if _, err := a.cache.GetInformer(ctx, &opsv1.ClusterBackup{}); err != nil {
 		return nil, fmt.Errorf("creating ClusterBackup informer: %w", err)
 	}
+	if _, err := a.cache.GetInformer(ctx, &opsv1.VMClusterOperation{}); err != nil {
+		return nil, fmt.Errorf("creating VMClusterOperation informer: %w", err)
+	}
 	registry, err := cloudRegistry(ctx, cfg.Upgrades, kube)
 	if err != nil {
 		return nil, err
@@ -218,7 +223,11 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		DiagnosticsLogLines: tc.DiagnosticsLogLines, DiagnosticsMaxBytes: tc.DiagnosticsMaxBytes,
 	}
 
-	a.apis = APIsWith(svc, up, ts, bk)
+	ops := &vmclusterops.Service{
+		Reader: a.cache, Writer: kube, Namespace: cfg.Namespace, VMClusters: svc,
+		Caller: auth.CallerName, CacheWait: 5 * time.Second,
+	}
+	a.apis = APIsWith(svc, up, ts, ops, bk)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.Collector())
 	a.echo, err = server.New(server.Options{
