@@ -160,3 +160,22 @@ func TestRestartEvictsEachPodOnce(t *testing.T) {
 		g.Expect(strings.Contains(s.Message, "restarted")).To(BeTrue(), s.Message)
 	}
 }
+
+// Applied with kubectl where the chart's admission policy is not
+// installed, an operation on a VMCluster of another namespace is failed by
+// the preflight with the policy's words, before anything changes.
+func TestPreflightRefusesAnotherNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := newCluster(t, 1, 1)
+	other := env.NewNamespace(t)
+	op := scaleOp(other, "elsewhere", 2, func(o *opsv1.VMClusterOperation) { o.Spec.VMCluster.Namespace = c.ns })
+	g.Expect(env.Client.Create(ctx, op)).To(Succeed())
+	startOperator(t, other)
+	g.Eventually(func(g Gomega) {
+		got := getOp(g, other, "elsewhere")
+		g.Expect(got.Status.Phase).To(Equal(opsv1.OperationPhaseFailed))
+		g.Expect(got.Status.Conditions).To(ContainElement(And(HaveField("Reason", opsv1.InvalidSpecReason),
+			HaveField("Message", "spec.vmCluster.namespace "+c.ns+": a VMClusterOperation may only operate on a VMCluster in its own namespace "+other))))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+}
