@@ -179,3 +179,35 @@ func TestPreflightRefusesAnotherNamespace(t *testing.T) {
 			HaveField("Message", "spec.vmCluster.namespace "+c.ns+": a VMClusterOperation may only operate on a VMCluster in its own namespace "+other))))
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 }
+
+// ops-operator stopped in the middle of an operation and started again
+// finishes it with each step done once: the HelmRelease's values are
+// written once per step (its generation moves once per step).
+func TestOperatorRestartedMidway(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := newCluster(t, 2, 1)
+	hr := &helmv2.HelmRelease{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: vmcName}, hr)).To(Succeed())
+	gen0 := hr.Generation
+	g.Expect(env.Client.Create(ctx, scaleOp(c.ns, "crash", 4, nil))).To(Succeed())
+	stop := startOperator(t, c.ns)
+	// Stopped as soon as the first step wrote the values, before Flux
+	// (play, not running yet) made the HelmRelease Ready.
+	g.Eventually(func(g Gomega) {
+		st := getOp(g, c.ns, "crash").Status
+		g.Expect(st.Steps).NotTo(BeEmpty())
+		g.Expect(st.Steps[0].HelmReleaseGeneration).NotTo(BeZero())
+	}, 30*time.Second, 50*time.Millisecond).Should(Succeed())
+	stop()
+	c.play(t)
+	startOperator(t, c.ns)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getOp(g, c.ns, "crash").Status.Phase).To(Equal(opsv1.OperationPhaseSucceeded))
+	}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: c.ns, Name: vmcName}, hr)).To(Succeed())
+	g.Expect(hr.Generation).To(Equal(gen0+2), "one values write per step")
+	got := getOp(g, c.ns, "crash")
+	g.Expect(got.Status.Steps[0].HelmReleaseGeneration).To(Equal(gen0 + 1))
+	g.Expect(got.Status.Steps[1].HelmReleaseGeneration).To(Equal(gen0 + 2))
+}

@@ -213,8 +213,9 @@ func (c *cluster) playOnce(ctx context.Context) error {
 	return nil
 }
 
-// startOperator runs ops-operator for the namespace until the test ends.
-func startOperator(t *testing.T, ns string) {
+// startOperator runs ops-operator for the namespace until the test ends;
+// the returned function stops it earlier.
+func startOperator(t *testing.T, ns string) func() {
 	t.Helper()
 	o := manager.DefaultOptions()
 	o.MetricsAddr, o.HealthAddr, o.LeaderElection = "0", "0", false
@@ -232,7 +233,10 @@ func startOperator(t *testing.T, ns string) {
 			t.Errorf("manager: %v", err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
 }
 
 func getOp(g Gomega, ns, name string) *opsv1.VMClusterOperation {
