@@ -85,4 +85,3 @@ func TestRefusedOperationsAreRefusedCRs(t *testing.T) {
 		})
 	}
 }
-
