@@ -90,6 +90,7 @@ func TestStories(t *testing.T) {
 	t.Run("13 troubleshooting through the REST API: tree, Pods, logs (followed), exec", storyTroubleshoot)
 	t.Run("14 crash loop: the tree marks the vmstorage Pod and StatefulSet Degraded, the Events say why, diagnostics bundle", storyCrashLoop)
 	t.Run("15 VMClusterOperation: vmstorage 3 to 5 to 2 one replica per step, below replicationFactor refused, samples kept", storyScaling)
+	t.Run("16 VMClusterOperation: rolling restart of vmstorage, each Pod once, one at a time; operator killed, pause, resume, cancel", storyRollingRestart)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {
