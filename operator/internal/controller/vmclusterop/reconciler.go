@@ -203,13 +203,13 @@ func (r *Reconciler) act(ctx context.Context, s *scope) error {
 			r.cancel(op)
 			return nil
 		}
-		if op.Spec.Paused {
-			s.paused = true
-			return nil
-		}
 		next := pendingStep(op)
 		if next == nil {
 			r.succeed(op, fmt.Sprintf("All %d steps succeeded: %s", len(op.Status.Steps), done(op)))
+			return nil
+		}
+		if op.Spec.Paused {
+			s.paused = true
 			return nil
 		}
 		if waiting, err := r.waitingFor(ctx, op, key); err != nil || waiting != "" {
