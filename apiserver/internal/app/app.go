@@ -196,7 +196,8 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		},
 		Translator: vmclusters.Translator{Namespace: cfg.Namespace, Chart: source, Flux: cfg.Flux, Endpoints: endpoints},
 		Work: &vmclusters.KubeWork{Reader: a.cache,
-			BackupNamespaces: []string{cfg.Namespace, cfg.Backups.Namespace}, UpgradeNamespaces: []string{cfg.Upgrades.Namespace}},
+			BackupNamespaces: []string{cfg.Namespace, cfg.Backups.Namespace}, UpgradeNamespaces: []string{cfg.Upgrades.Namespace},
+			OperationNamespaces: []string{cfg.Namespace}},
 	}
 	up.VMClusters = svc
 	bk := &backups.Service{
