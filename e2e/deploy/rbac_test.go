@@ -212,6 +212,15 @@ func TestOperatorRBACCoversItsCalls(t *testing.T) {
 	}
 	authorized(g, op.Create(ctx, scheduled), "create a ClusterBackup owned by a schedule")
 	authorized(g, op.Delete(ctx, scheduled), "delete clusterbackups")
+	// VMClusterOperations: List/Watch/Get, status patches, and never a
+	// patch of the spec (the user's request); the vminsert Deployment is
+	// read, a restarted Pod is evicted (pods/eviction, above).
+	authorized(g, op.List(ctx, &opsv1.VMClusterOperationList{}), "list vmclusteroperations")
+	authorized(g, watchOnce(ctx, op, &opsv1.VMClusterOperationList{}), "watch vmclusteroperations")
+	vmcop := &opsv1.VMClusterOperation{ObjectMeta: metav1.ObjectMeta{Name: "absent", Namespace: ns}}
+	authorized(g, op.Status().Patch(ctx, vmcop, client.RawPatch(types.MergePatchType, []byte(`{"status":{}}`))), "patch vmclusteroperations/status")
+	forbidden(g, op.Patch(ctx, vmcop, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":true}}`))), "patch of a VMClusterOperation's spec")
+	authorized(g, op.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vminsert-vm"}, &appsv1.Deployment{}), "get deployments")
 
 	// vmstorage: Get and JSON merge patch of the VMCluster, Get of its
 	// StatefulSet, List of its pods.

@@ -47,6 +47,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/stacks"
 	"github.com/tidbcloud/ops-server/apiserver/internal/troubleshoot"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusterops"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
@@ -90,12 +91,13 @@ type App struct {
 // document (or the other way round) fails it. bk is the backups service;
 // it may be left out where only the routes matter (that test).
 func APIs(vm vmclusters.Operations, up *upgrades.Service, bk ...*backups.Service) []server.API {
-	return append(APIsWith(vm, up, nil, nil, bk...), &stacks.Handler{})
+	return append(APIsWith(vm, up, nil, nil, nil, bk...), &stacks.Handler{})
 }
 
-// APIsWith is APIs with the troubleshooting service ts and the
-// components service comps (nil where only the routes matter).
-func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.Service, comps components.Operations, bk ...*backups.Service) []server.API {
+// APIsWith is APIs with the troubleshooting service ts, the vmcluster
+// operations service ops and the components service comps (nil where
+// only the routes matter).
+func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.Service, ops *vmclusterops.Service, comps components.Operations, bk ...*backups.Service) []server.API {
 	var b *backups.Service
 	var rs *restores.Service
 	if len(bk) > 0 {
@@ -111,6 +113,7 @@ func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.S
 		&backups.ScheduleHandler{Svc: b},
 		&troubleshoot.Handler{Svc: ts},
 		&components.Handler{Ops: comps},
+		&vmclusterops.Handler{Svc: ops},
 	}
 }
 
@@ -183,6 +186,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if _, err := a.cache.GetInformer(ctx, &opsv1.ClusterBackupSchedule{}); err != nil {
 		return nil, fmt.Errorf("creating ClusterBackupSchedule informer: %w", err)
 	}
+	if _, err := a.cache.GetInformer(ctx, &opsv1.VMClusterOperation{}); err != nil {
+		return nil, fmt.Errorf("creating VMClusterOperation informer: %w", err)
+	}
 	registry, err := cloudRegistry(ctx, cfg.Upgrades, kube)
 	if err != nil {
 		return nil, err
@@ -216,7 +222,8 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		},
 		Translator: vmclusters.Translator{Namespace: cfg.Namespace, Chart: source, Flux: cfg.Flux, Endpoints: endpoints},
 		Work: &vmclusters.KubeWork{Reader: a.cache,
-			BackupNamespaces: []string{cfg.Namespace, cfg.Backups.Namespace}, UpgradeNamespaces: []string{cfg.Upgrades.Namespace}},
+			BackupNamespaces: []string{cfg.Namespace, cfg.Backups.Namespace}, UpgradeNamespaces: []string{cfg.Upgrades.Namespace},
+			OperationNamespaces: []string{cfg.Namespace}},
 	}
 	up.VMClusters = svc
 	comps := &components.Service{
@@ -250,7 +257,11 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		DiagnosticsLogLines: tc.DiagnosticsLogLines, DiagnosticsMaxBytes: tc.DiagnosticsMaxBytes,
 	}
 
-	a.apis = append(APIsWith(svc, up, ts, comps, bk), &stacks.Handler{Reader: kube, Namespace: cfg.Namespace})
+	ops := &vmclusterops.Service{
+		Reader: a.cache, Writer: kube, Namespace: cfg.Namespace, VMClusters: svc,
+		Caller: auth.CallerName, CacheWait: 5 * time.Second,
+	}
+	a.apis = append(APIsWith(svc, up, ts, ops, comps, bk), &stacks.Handler{Reader: kube, Namespace: cfg.Namespace})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.Collector())
 	a.echo, err = server.New(server.Options{

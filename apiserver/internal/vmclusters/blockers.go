@@ -13,7 +13,8 @@ import (
 // Work in progress that a DELETE must not break (docs/vmclusters.md,
 // "Deleting a vmcluster"): a ClusterBackup of the vmcluster's VMCluster
 // that is not finished, and a ClusterUpgradeOperation that is not finished
-// whose vmstorage rollout patches that VMCluster. Uninstalling the release
+// whose vmstorage rollout patches that VMCluster, and a VMClusterOperation
+// of it that is not finished. Uninstalling the release
 // under them would leave a backup of a half-removed cluster and an upgrade
 // patching a VMCluster that is gone.
 
@@ -52,6 +53,31 @@ type KubeWork struct {
 	// upgrades.namespace).
 	BackupNamespaces  []string
 	UpgradeNamespaces []string
+	// OperationNamespaces are where VMClusterOperations are looked for
+	// (the vmcluster namespace, where the operations API creates them).
+	OperationNamespaces []string
+}
+
+// OperationBlockersOf returns the non-terminal VMClusterOperations, among
+// those given, of the VMCluster namespace/name.
+func OperationBlockersOf(namespace, name string, ops []opsv1.VMClusterOperation) []Blocker {
+	var out []Blocker
+	for i := range ops {
+		o := &ops[i]
+		if o.Status.Phase.IsTerminal() {
+			continue
+		}
+		if ns, n := o.VMClusterKey(); ns == namespace && n == name {
+			out = append(out, Blocker{Kind: opsv1.VMClusterOperationKind, Namespace: o.Namespace, Name: o.Name, Phase: string(o.Status.Phase)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
 }
 
 // BlockersOf returns the non-terminal backups and upgrades, among those
@@ -109,7 +135,15 @@ func (w *KubeWork) Blockers(ctx context.Context, namespace, name string) ([]Bloc
 		}
 		ops = append(ops, list.Items...)
 	}
-	return BlockersOf(namespace, name, backups, ops), nil
+	var vmops []opsv1.VMClusterOperation
+	for _, ns := range unique(w.OperationNamespaces) {
+		var list opsv1.VMClusterOperationList
+		if err := w.Reader.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("listing VMClusterOperations in %s: %w", ns, err)
+		}
+		vmops = append(vmops, list.Items...)
+	}
+	return append(BlockersOf(namespace, name, backups, ops), OperationBlockersOf(namespace, name, vmops)...), nil
 }
 
 func unique(in []string) []string {

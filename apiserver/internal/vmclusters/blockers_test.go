@@ -66,3 +66,23 @@ func TestBlockersOf(t *testing.T) {
 	g.Expect(other[1].Name).To(Equal("rollout-other"))
 	g.Expect(BlockersOf("elsewhere", "vmcluster", backups, ops)).To(BeEmpty())
 }
+
+func TestOperationBlockersOf(t *testing.T) {
+	g := NewWithT(t)
+	mk := func(name, vmcluster string, p opsv1.OperationPhase) opsv1.VMClusterOperation {
+		o := opsv1.VMClusterOperation{Spec: opsv1.VMClusterOperationSpec{VMCluster: opsv1.VMClusterReference{Name: vmcluster}}}
+		o.Namespace, o.Name, o.Status.Phase = "observability", name, p
+		return o
+	}
+	ops := []opsv1.VMClusterOperation{
+		mk("paused", "vmcluster", opsv1.OperationPhasePaused),
+		mk("new", "vmcluster", ""),
+		mk("done", "vmcluster", opsv1.OperationPhaseSucceeded),
+		mk("cancelled", "vmcluster", opsv1.OperationPhaseCancelled),
+		mk("other", "other", opsv1.OperationPhaseRunning),
+	}
+	got := OperationBlockersOf("observability", "vmcluster", ops)
+	g.Expect(got).To(HaveLen(2))
+	g.Expect(got[0].String()).To(Equal("VMClusterOperation observability/new (not started)"))
+	g.Expect(got[1].String()).To(Equal("VMClusterOperation observability/paused (Paused)"))
+}

@@ -284,6 +284,18 @@ func (f *fixture) finishUpgrades() {
 	}
 }
 
+// restartRequest is a VMClusterOperation request (no operator runs here:
+// it stays Pending).
+const restartRequest = `{"type":"Restart","restart":{"components":["vmstorage"]}}`
+
+func (f *fixture) vmclusterOperation(vmclusterID string) string {
+	var o struct {
+		ID string `json:"id"`
+	}
+	NewWithT(f.t).Expect(json.Unmarshal(f.admin(http.MethodPost, vmclustersPath+"/"+vmclusterID+"/operations", restartRequest), &o)).To(Succeed())
+	return o.ID
+}
+
 func (f *fixture) backup(vmclusterID string) string {
 	var b struct {
 		ID string `json:"id"`
@@ -438,6 +450,29 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 	case "backupSchedules.delete":
 		id := f.vmcluster(name)
 		return request{path: vmclustersPath + "/" + id + "/backupSchedules/" + f.backupSchedule(id, name)}, true
+	case "vmclusterOperations.create":
+		id := f.vmcluster(name)
+		return request{path: vmclustersPath + "/" + id + "/operations", body: restartRequest, initiatedBy: func(user string) {
+			list := &opsv1.VMClusterOperationList{}
+			NewWithT(f.t).Expect(f.kube.List(context.Background(), list, client.InNamespace(f.ns))).To(Succeed())
+			found := slices.ContainsFunc(list.Items, func(o opsv1.VMClusterOperation) bool { return o.Annotations[auth.AnnotationInitiatedBy] == user })
+			NewWithT(f.t).Expect(found).To(BeTrue(), "no VMClusterOperation initiated by %s", user)
+		}}, true
+	case "vmclusterOperations.list":
+		return request{path: vmclustersPath + "/" + f.vmcluster(name) + "/operations?type=Restart"}, true
+	case "vmclusterOperations.get":
+		id := f.vmcluster(name)
+		return request{path: vmclustersPath + "/" + id + "/operations/" + f.vmclusterOperation(id),
+			missingPath: vmclustersPath + "/" + id + "/operations/no-such-operation"}, true
+	case "vmclusterOperations.pause":
+		id := f.vmcluster(name)
+		return request{path: vmclustersPath + "/" + id + "/operations/" + f.vmclusterOperation(id) + "/pause"}, true
+	case "vmclusterOperations.resume":
+		id := f.vmcluster(name)
+		return request{path: vmclustersPath + "/" + id + "/operations/" + f.vmclusterOperation(id) + "/resume"}, true
+	case "vmclusterOperations.cancel":
+		id := f.vmcluster(name)
+		return request{path: vmclustersPath + "/" + id + "/operations/" + f.vmclusterOperation(id)}, true
 	case "upgradeOperations.create":
 		f.finishUpgrades()
 		return request{path: "/ops/api/v1/upgradeOperations", body: upgradeRequest, initiatedBy: func(user string) {

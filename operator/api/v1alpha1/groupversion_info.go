@@ -58,6 +58,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ClusterBackupScheduleList{},
 		&ObservabilityStack{},
 		&ObservabilityStackList{},
+		&VMClusterOperation{},
+		&VMClusterOperationList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -30,6 +30,7 @@ import (
 	"github.com/tidbcloud/ops-server/operator/internal/controller/restore"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/schedule"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/upgrade"
+	"github.com/tidbcloud/ops-server/operator/internal/controller/vmclusterop"
 	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
@@ -47,6 +48,7 @@ type Options struct {
 	Burst                int
 	Upgrade              upgrade.Options
 	Backup               backup.Options
+	Operation            vmclusterop.Options
 	CloudConfig          string
 	EnableMockCloud      bool
 	MockNamespace        string
@@ -92,6 +94,7 @@ func DefaultOptions() Options {
 		Upgrade:              upgrade.DefaultOptions(),
 		Backup:               backup.DefaultOptions(),
 		Restore:              restore.DefaultOptions(),
+		Operation:            vmclusterop.DefaultOptions(),
 		MockNamespace:        mock.DefaultNamespace,
 		MockOperationTime:    5 * time.Second,
 		GracefulShutdownTime: 30 * time.Second,
@@ -112,12 +115,13 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Upgrade.MaxConcurrentReconciles, "concurrent", o.Upgrade.MaxConcurrentReconciles, "Number of ClusterUpgradeOperations reconciled at once.")
 	fs.DurationVar(&o.Upgrade.PollInterval, "poll-interval", o.Upgrade.PollInterval, "How often a running cloud operation or a Kubernetes-side wait is checked.")
 	fs.DurationVar(&o.Upgrade.RetryInterval, "retry-interval", o.Upgrade.RetryInterval, "Wait after a retryable cloud error without a Retry-After hint.")
-	fs.DurationVar(&o.Upgrade.MaxRetryDelay, "max-retry-delay", o.Upgrade.MaxRetryDelay, "Longest backoff between retries of a transient error (Kubernetes API errors, timeouts), for upgrades and backups.")
+	fs.DurationVar(&o.Upgrade.MaxRetryDelay, "max-retry-delay", o.Upgrade.MaxRetryDelay, "Longest backoff between retries of a transient error (Kubernetes API errors, timeouts), for upgrades, backups and VMCluster operations.")
 	fs.DurationVar(&o.Upgrade.NodesReadyTimeout, "nodes-ready-timeout", o.Upgrade.NodesReadyTimeout, "How long a new node group's Nodes may take to become Ready.")
 	fs.DurationVar(&o.Upgrade.RolloutTimeout, "vmstorage-rollout-timeout", o.Upgrade.RolloutTimeout, "How long the VMStorage rollout may take.")
 	fs.DurationVar(&o.Upgrade.DrainTimeout, "drain-timeout", o.Upgrade.DrainTimeout, "How long draining an old node group may take before the operation fails.")
 	fs.IntVar(&o.Backup.MaxConcurrentReconciles, "backup-concurrent", o.Backup.MaxConcurrentReconciles, "Number of ClusterBackups reconciled at once.")
 	fs.DurationVar(&o.Backup.PollInterval, "backup-poll-interval", o.Backup.PollInterval, "How often a running vmbackup upload, or a VMCluster that is not ready, is checked.")
+	fs.DurationVar(&o.Operation.PollInterval, "operation-poll-interval", o.Operation.PollInterval, "How often a VMClusterOperation step in flight (a HelmRelease, a rollout, a restarted Pod) or a waiting operation is checked.")
 	fs.DurationVar(&o.Backup.StartTimeout, "backup-start-timeout", o.Backup.StartTimeout, "How long a ClusterBackup waits for its VMCluster to be operational before it fails.")
 	fs.DurationVar(&o.Backup.SnapshotTimeout, "backup-snapshot-timeout", o.Backup.SnapshotTimeout, "How long an unreachable vmstorage is retried for a snapshot before the replica fails.")
 	fs.StringVar(&o.Backup.Job.Image, "vmbackup-image", o.Backup.Job.Image, "Image of the vmbackup Jobs.")
@@ -295,6 +299,14 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ClusterBackupSchedule controller: %w", err)
 	}
+	if err := (&vmclusterop.Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("ops-operator"),
+		Options:   operationOptions(o),
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the VMClusterOperation controller: %w", err)
+	}
 	if o.Bootstrap.RepositoryURL == "" {
 		mgr.GetLogger().Info("ObservabilityStacks are not reconciled: no --bootstrap-chart-repository")
 		return mgr, nil
@@ -310,4 +322,12 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 		return nil, fmt.Errorf("setting up the ObservabilityStack controller: %w", err)
 	}
 	return mgr, nil
+}
+
+// operationOptions are the VMClusterOperation options, with the one
+// --max-retry-delay of every controller.
+func operationOptions(o Options) vmclusterop.Options {
+	oo := o.Operation
+	oo.MaxRetryDelay = o.Upgrade.MaxRetryDelay
+	return oo
 }

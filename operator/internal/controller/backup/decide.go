@@ -75,6 +75,9 @@ type world struct {
 	// restore names a ClusterRestore that claimed the VMCluster: a backup
 	// that has not started waits for it.
 	restore string
+	// operation names an active VMClusterOperation of the VMCluster: a
+	// backup that has not started waits for it too.
+	operation string
 }
 
 // decide picks the next action from the backup and the observation. It is
@@ -98,6 +101,10 @@ func decide(b *opsv1.ClusterBackup, w *world, now time.Time, startTimeout time.D
 	if w.restore != "" && !anyStarted(st.Replicas) {
 		return action{kind: actWait, reason: opsv1.WaitingForOperationReason,
 			msg: fmt.Sprintf("Waiting for ClusterRestore %s of VMCluster %s/%s to finish", w.restore, ns, name)}
+	}
+	if w.operation != "" && !anyStarted(st.Replicas) {
+		return action{kind: actWait, reason: opsv1.WaitingForOperationReason,
+			msg: fmt.Sprintf("Waiting for VMClusterOperation %s of VMCluster %s/%s to finish", w.operation, ns, name)}
 	}
 	if len(st.Replicas) == 0 {
 		if !w.ready {

@@ -99,6 +99,8 @@ func TestDecide(t *testing.T) {
 		{name: "not operational waits", b: mkBackup(nil), w: notReady, now: t0.Add(time.Minute), want: actWait, reason: opsv1.BlockedReason},
 		{name: "not operational past the start timeout fails", b: mkBackup(nil), w: notReady, now: t0.Add(time.Hour), want: actFail, reason: opsv1.FailedReason},
 		{name: "planned but not operational waits", b: mkBackup(planned(pending, pending)), w: notReady, now: t0, want: actWait},
+		{name: "an active VMClusterOperation of the VMCluster holds a backup that has not started", b: mkBackup(planned(pending, pending)), w: func() *world { w := readyWorld(2); w.operation = "observability/scale"; return w }(), want: actWait, reason: opsv1.WaitingForOperationReason},
+		{name: "an active VMClusterOperation does not hold a started backup", b: mkBackup(planned(snap, snap)), w: func() *world { w := readyWorld(2); w.operation = "observability/scale"; return w }(), want: actSnapshot, replicas: []int{0, 1}},
 		{name: "planned marks all snapshotting", b: mkBackup(planned(pending, pending)), w: readyWorld(2), want: actMarkSnapshot, replicas: []int{0, 1}},
 		{name: "an older backup taking its snapshots goes first", b: mkBackup(planned(pending, pending)), w: func() *world { w := readyWorld(2); w.waitFor = "observability/older"; return w }(), want: actWait, reason: opsv1.BlockedReason},
 		{name: "an older backup still snapshotting does not hold a started one", b: mkBackup(planned(snap, snap)), w: func() *world { w := readyWorld(2); w.waitFor = "observability/older"; return w }(), want: actSnapshot, replicas: []int{0, 1}},

@@ -54,6 +54,9 @@ func (r *Reconciler) observe(ctx context.Context, b *opsv1.ClusterBackup) (*worl
 	if w.restore, err = exclusion.ActiveRestore(ctx, r.APIReader, key, self); err != nil {
 		return nil, err
 	}
+	if w.operation, err = exclusion.ActiveOperation(ctx, r.APIReader, key); err != nil {
+		return nil, err
+	}
 	ro, err := vmstorage.RolloutStatus(ctx, r.APIReader, key, 0, stsKey, "", "", false)
 	switch {
 	case apierrors.IsNotFound(err):

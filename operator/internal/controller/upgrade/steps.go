@@ -405,6 +405,18 @@ func (r *Reconciler) rolloutVMStorage(ctx context.Context, s *scope, step *opsv1
 		if err != nil {
 			return err
 		}
+		op, err := exclusion.ActiveOperation(ctx, r.APIReader, key)
+		if err != nil {
+			return err
+		}
+		if backup == "" && op != "" {
+			msg := fmt.Sprintf("VMClusterOperation %s of VMCluster %s is running; the vmstorage rollout starts when it finished", op, key)
+			step.Message = "Waiting: " + msg
+			s.blocked = &opsv1.BlockedBy{StepID: step.ID, Reason: opsv1.WaitingForOperationReason, Message: msg}
+			s.requeue = r.Options.PollInterval
+			s.observedOnly = true
+			return nil
+		}
 		if backup != "" {
 			msg := fmt.Sprintf("ClusterBackup %s of VMCluster %s is running; the vmstorage rollout starts when it finished", backup, key)
 			step.Message = "Waiting: " + msg

@@ -1,0 +1,364 @@
+package vmclusterops
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+)
+
+// FieldManager is the field manager of ops-apiserver's writes.
+const FieldManager = "ops-server"
+
+// Reasons of the operation errors (ErrorInfo.reason).
+const (
+	ReasonNotFound          = "OPERATION_NOT_FOUND"
+	ReasonActive            = "OPERATION_ACTIVE"
+	ReasonFinished          = "OPERATION_FINISHED"
+	ReasonVMClusterDeleting = "VMCLUSTER_DELETING"
+	ReasonOtherNamespace    = "VMCLUSTER_IN_OTHER_NAMESPACE"
+)
+
+// VMClusters resolves a vmcluster id; *vmclusters.Service implements it.
+type VMClusters interface {
+	Get(ctx context.Context, id string) (vmclusters.VMCluster, error)
+}
+
+// Service decides; it reads from the informer cache and writes to the API
+// server.
+type Service struct {
+	// Reader is the informer cache (VMClusterOperations of Namespace).
+	Reader client.Reader
+	// Writer writes to the API server.
+	Writer client.Client
+	// Namespace of the VMClusterOperation objects: the vmclusters'
+	// namespace (an operation may only target a VMCluster in its own).
+	Namespace  string
+	VMClusters VMClusters
+	// Caller names the authenticated caller (initiated-by annotation).
+	Caller func(context.Context) string
+	// CacheWait bounds the wait for the cache to see a write (default 5s).
+	CacheWait time.Duration
+}
+
+func notFound(id string) *apierror.Error {
+	if len(id) > 80 {
+		id = id[:80] + "..."
+	}
+	return apierror.NotFound(ReasonNotFound, "operation %q not found", id).WithMetadata("operationId", id)
+}
+
+func (s *Service) target(ctx context.Context, vmclusterID string) (target, vmclusters.VMCluster, error) {
+	v, err := s.VMClusters.Get(ctx, vmclusterID)
+	if err != nil {
+		return target{}, v, err
+	}
+	return targetOf(v), v, nil
+}
+
+// replicationFactor reads replicationFactor from the values Helm applies
+// (1 when unset).
+func replicationFactor(v vmclusters.VMCluster) int32 {
+	var values map[string]any
+	if len(v.Values) == 0 || json.Unmarshal(v.Values, &values) != nil {
+		return 1
+	}
+	if n, ok := int32Of(values["replicationFactor"]); ok && n > 0 {
+		return n
+	}
+	return 1
+}
+
+// Create creates (or with dryRun only renders) an operation on a
+// vmcluster. With an idempotency key the object's name derives from it: a
+// retry of the same request returns the operation (created false), another
+// request with the key is a 409.
+func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, key string, dryRun bool) (any, bool, error) {
+	t, v, err := s.target(ctx, vmclusterID)
+	if err != nil {
+		return nil, false, err
+	}
+	if v.Status == vmclusters.StatusDeleting {
+		return nil, false, apierror.FailedPrecondition(ReasonVMClusterDeleting, "vmcluster %q is being deleted", t.Name)
+	}
+	if t.Namespace != s.Namespace {
+		return nil, false, apierror.FailedPrecondition(ReasonOtherNamespace,
+			"vmcluster %q runs in namespace %s, but operations are created in %s: an operation may only target a vmcluster in its own namespace", t.Name, t.Namespace, s.Namespace)
+	}
+	if h := req.HorizontalScaling; h != nil && h.VMStorage != nil {
+		if p := opsv1.ReplicationRiskProblem(int32(*h.VMStorage), replicationFactor(v), req.AcknowledgeReplicationRisk); p != "" {
+			return nil, false, apierror.InvalidArgument("the operation request is refused", apierror.Violation("horizontal_scaling.vmstorage", "%s", p))
+		}
+	}
+	obj := &opsv1.VMClusterOperation{
+		TypeMeta:   metav1.TypeMeta{APIVersion: opsv1.GroupVersion.String(), Kind: opsv1.VMClusterOperationKind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Labels: objectLabels(t), Annotations: map[string]string{}},
+		Spec:       toSpec(t, req),
+	}
+	if key != "" {
+		obj.Name = keyName(key)
+		obj.Annotations[AnnotationIdempotencyKey] = key
+	} else {
+		obj.GenerateName = generateName(t.Name)
+	}
+	if s.Caller != nil {
+		if who := s.Caller(ctx); who != "" {
+			obj.Annotations[AnnotationInitiatedBy] = who
+		}
+	}
+	if key != "" {
+		existing := &opsv1.VMClusterOperation{}
+		err := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing)
+		switch {
+		case err == nil:
+			return s.sameRequest(existing, obj, key)
+		case !apierrors.IsNotFound(err):
+			return nil, false, apierror.FromKubernetes(err)
+		}
+	}
+	if active, err := s.active(ctx, t); err != nil || active != nil {
+		if err != nil {
+			return nil, false, err
+		}
+		return nil, false, apierror.Aborted(ReasonActive,
+			"vmcluster %q has an active operation, %s (%s, phase %s); one operation at a time per vmcluster: wait for it, or cancel it", t.Name, active.Name, active.Spec.Type, phaseOf(active)).
+			WithMetadata("operationId", active.Name)
+	}
+	if dryRun {
+		obj.Status = opsv1.VMClusterOperationStatus{}
+		return obj, false, nil
+	}
+	if err := s.Writer.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+		if apierrors.IsAlreadyExists(err) && key != "" {
+			existing := &opsv1.VMClusterOperation{}
+			if err := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+				return nil, false, apierror.FromKubernetes(err)
+			}
+			return s.sameRequest(existing, obj, key)
+		}
+		return nil, false, apierror.FromKubernetes(err)
+	}
+	auth.RecordTarget(ctx, objectRef(obj), "CreatedThroughAPI", "Created")
+	logr.FromContextOrDiscard(ctx).Info("Created VMClusterOperation", "vmclusterOperation", klog.KObj(obj), "uid", obj.UID, "vmcluster", t.Name)
+	uid := obj.UID
+	s.waitForCache(ctx, obj.Name, func(c *opsv1.VMClusterOperation) bool { return c != nil && c.UID == uid })
+	return toOperation(obj), true, nil
+}
+
+func (s *Service) sameRequest(existing, obj *opsv1.VMClusterOperation, key string) (any, bool, error) {
+	if existing.Annotations[AnnotationIdempotencyKey] == key && existing.Labels[LabelVMClusterID] == obj.Labels[LabelVMClusterID] &&
+		equality.Semantic.DeepEqual(specForCompare(existing.Spec), specForCompare(obj.Spec)) {
+		return toOperation(existing), false, nil
+	}
+	return nil, false, apierror.AlreadyExists(apierror.ReasonAlreadyExists,
+		"Idempotency-Key %q was already used for a different operation request (operation %s)", key, existing.Name)
+}
+
+// specForCompare drops what may change after creation.
+func specForCompare(s opsv1.VMClusterOperationSpec) opsv1.VMClusterOperationSpec {
+	s.Paused, s.Cancel = false, false
+	return s
+}
+
+// active returns the non-terminal operation of t, if any.
+func (s *Service) active(ctx context.Context, t target) (*opsv1.VMClusterOperation, error) {
+	items, err := s.list(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(items, func(i, j int) bool { return older(&items[i], &items[j]) })
+	for i := range items {
+		if !items[i].Status.Phase.IsTerminal() && items[i].DeletionTimestamp == nil {
+			return &items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+func objectRef(o *opsv1.VMClusterOperation) corev1.ObjectReference {
+	return corev1.ObjectReference{
+		APIVersion: opsv1.GroupVersion.String(), Kind: opsv1.VMClusterOperationKind,
+		Namespace: o.Namespace, Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion,
+	}
+}
+
+func (s *Service) list(ctx context.Context, t target) ([]opsv1.VMClusterOperation, error) {
+	list := &opsv1.VMClusterOperationList{}
+	if err := s.Reader.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels{LabelVMClusterID: t.ID}); err != nil {
+		return nil, apierror.FromKubernetes(err)
+	}
+	return list.Items, nil
+}
+
+// find returns the operation named, or with the UID, id, of t.
+func (s *Service) find(ctx context.Context, t target, id string) (*opsv1.VMClusterOperation, error) {
+	if id == "" || len(id) > 253 {
+		return nil, notFound(id)
+	}
+	obj := &opsv1.VMClusterOperation{}
+	err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: id}, obj)
+	switch {
+	case err == nil:
+		if obj.Labels[LabelVMClusterID] != t.ID {
+			return nil, notFound(id)
+		}
+		return obj, nil
+	case !apierrors.IsNotFound(err):
+		return nil, apierror.FromKubernetes(err)
+	}
+	items, err := s.list(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	for i := range items {
+		if string(items[i].UID) == id {
+			return &items[i], nil
+		}
+	}
+	return nil, notFound(id)
+}
+
+// Get returns an operation of a vmcluster by name or id.
+func (s *Service) Get(ctx context.Context, vmclusterID, opID string) (Operation, error) {
+	t, _, err := s.target(ctx, vmclusterID)
+	if err != nil {
+		return Operation{}, err
+	}
+	obj, err := s.find(ctx, t, opID)
+	if err != nil {
+		return Operation{}, err
+	}
+	return toOperation(obj), nil
+}
+
+// List returns one page of the operations of a vmcluster, newest first,
+// filtered by type and phase.
+func (s *Service) List(ctx context.Context, vmclusterID string, req ListRequest) (ListResponse, error) {
+	t, _, err := s.target(ctx, vmclusterID)
+	if err != nil {
+		return ListResponse{}, err
+	}
+	if a := req.After; a != nil && (a.VMCluster != t.ID || a.Filter != req.filter()) {
+		return ListResponse{}, badToken()
+	}
+	all, err := s.list(ctx, t)
+	if err != nil {
+		return ListResponse{}, err
+	}
+	items := all[:0]
+	for _, o := range all {
+		if (req.Type == "" || string(o.Spec.Type) == req.Type) && (req.Phase == "" || phaseOf(&o) == req.Phase) {
+			items = append(items, o)
+		}
+	}
+	sort.Slice(items, func(i, j int) bool { return older(&items[j], &items[i]) })
+	start := 0
+	if a := req.After; a != nil {
+		start = sort.Search(len(items), func(i int) bool {
+			ti := items[i].CreationTimestamp.Unix()
+			return ti < a.Created || ti == a.Created && items[i].Name < a.Name
+		})
+	}
+	size := req.PageSize
+	if size <= 0 {
+		size = pagetoken.DefaultPageSize
+	}
+	end := min(start+size, len(items))
+	out := ListResponse{Operations: make([]Operation, 0, end-start)}
+	for i := start; i < end; i++ {
+		out.Operations = append(out.Operations, toOperation(&items[i]))
+	}
+	if end < len(items) && end > start {
+		last := items[end-1]
+		out.NextPageToken = encodeCursor(cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, VMCluster: t.ID, Filter: req.filter()})
+	}
+	return out, nil
+}
+
+// older orders oldest first; equal creation seconds by name.
+func older(a, b *opsv1.VMClusterOperation) bool {
+	ta, tb := a.CreationTimestamp.Unix(), b.CreationTimestamp.Unix()
+	if ta != tb {
+		return ta < tb
+	}
+	return a.Name < b.Name
+}
+
+// Pause, Resume and Cancel change spec.paused or spec.cancel of a
+// non-terminal operation (a merge patch, so they never fight the
+// operator's status writes).
+func (s *Service) Pause(ctx context.Context, vmclusterID, opID string) (Operation, error) {
+	return s.patchSpec(ctx, vmclusterID, opID, "PausedThroughAPI", `{"spec":{"paused":true}}`)
+}
+
+// Resume clears spec.paused.
+func (s *Service) Resume(ctx context.Context, vmclusterID, opID string) (Operation, error) {
+	return s.patchSpec(ctx, vmclusterID, opID, "ResumedThroughAPI", `{"spec":{"paused":false}}`)
+}
+
+// Cancel sets spec.cancel: the operator stops at the next safe point.
+func (s *Service) Cancel(ctx context.Context, vmclusterID, opID string) (Operation, error) {
+	return s.patchSpec(ctx, vmclusterID, opID, "CancelledThroughAPI", `{"spec":{"cancel":true}}`)
+}
+
+func (s *Service) patchSpec(ctx context.Context, vmclusterID, opID, reason, patch string) (Operation, error) {
+	t, _, err := s.target(ctx, vmclusterID)
+	if err != nil {
+		return Operation{}, err
+	}
+	obj, err := s.find(ctx, t, opID)
+	if err != nil {
+		return Operation{}, err
+	}
+	if obj.Status.Phase.IsTerminal() {
+		return Operation{}, apierror.FailedPrecondition(ReasonFinished, "operation %s already finished (phase %s)", obj.Name, obj.Status.Phase)
+	}
+	live := obj.DeepCopy()
+	if err := s.Writer.Patch(ctx, live, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager)); err != nil {
+		return Operation{}, apierror.FromKubernetes(err)
+	}
+	auth.RecordTarget(ctx, objectRef(live), reason, reason)
+	rv := live.ResourceVersion
+	s.waitForCache(ctx, live.Name, func(c *opsv1.VMClusterOperation) bool { return c != nil && c.ResourceVersion >= rv })
+	return toOperation(live), nil
+}
+
+// waitForCache waits, bounded by CacheWait, until the cached operation
+// satisfies done; it gives up silently.
+func (s *Service) waitForCache(ctx context.Context, name string, done func(*opsv1.VMClusterOperation) bool) {
+	timeout := s.CacheWait
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		obj := &opsv1.VMClusterOperation{}
+		err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, obj)
+		if apierrors.IsNotFound(err) {
+			return done(nil), nil
+		}
+		if err != nil {
+			return false, nil
+		}
+		return done(obj), nil
+	})
+	if err != nil {
+		logr.FromContextOrDiscard(ctx).V(1).Info("Cache did not catch up with a write in time", "vmclusterOperation", fmt.Sprintf("%s/%s", s.Namespace, name))
+	}
+}
