@@ -87,11 +87,15 @@ func ActiveRestore(ctx context.Context, r client.Reader, vmcluster types.Namespa
 }
 
 // RestoreBlocker returns what a ClusterRestore of vmcluster waits for
-// ("ClusterBackup ns/name", "ClusterUpgradeOperation ns/name" or
-// "ClusterRestore ns/name"), or "" when it may go on.
+// ("ClusterBackup ns/name", "ClusterUpgradeOperation ns/name",
+// "VMClusterOperation ns/name" or "ClusterRestore ns/name"), or "" when it
+// may go on.
 func RestoreBlocker(ctx context.Context, r client.Reader, rs *opsv1.ClusterRestore, vmcluster types.NamespacedName) (string, error) {
 	if op, err := Rollout(ctx, r, vmcluster); err != nil || op != "" {
 		return prefixed("ClusterUpgradeOperation ", op), err
+	}
+	if op, err := OperationActing(ctx, r, vmcluster, rs); err != nil || op != "" {
+		return prefixed("VMClusterOperation ", op), err
 	}
 	backups := &opsv1.ClusterBackupList{}
 	if err := r.List(ctx, backups); err != nil {

@@ -14,6 +14,13 @@ package exclusion
 //     while an operation of its VMCluster is active (ActiveOperation).
 //     "Active" (started, not terminal) is a state the other side cannot
 //     enter while it waits, so the two never wait for each other.
+//   - An operation and a ClusterRestore of the same VMCluster: an operation
+//     does not start a step while a restore that claimed the VMCluster
+//     acts (stopped a replica) or is older (ActiveRestore with the
+//     operation as self), and a restore waits for an active operation that
+//     acts (started a step) or is older (OperationActing, in
+//     RestoreBlocker). Of two that both claimed and neither acted yet the
+//     older goes first, so the two never wait for each other.
 
 import (
 	"context"
@@ -76,4 +83,43 @@ func ActiveOperation(ctx context.Context, r client.Reader, vmcluster types.Names
 		}
 	}
 	return "", nil
+}
+
+// OperationActing returns "namespace/name" of a VMClusterOperation of the
+// VMCluster that a ClusterRestore rs waits for: started, not terminal, and
+// acting (a step past Pending) or older than rs; or "".
+func OperationActing(ctx context.Context, r client.Reader, vmcluster types.NamespacedName, rs client.Object) (string, error) {
+	list := &opsv1.VMClusterOperationList{}
+	if err := r.List(ctx, list); err != nil {
+		return "", fmt.Errorf("listing VMClusterOperations: %w", err)
+	}
+	if o := operationActing(vmcluster, rs, list.Items); o != nil {
+		return o.Namespace + "/" + o.Name, nil
+	}
+	return "", nil
+}
+
+// operationActing is OperationActing's pure decision.
+func operationActing(vmcluster types.NamespacedName, rs client.Object, all []opsv1.VMClusterOperation) *opsv1.VMClusterOperation {
+	for i := range all {
+		o := &all[i]
+		ns, name := o.VMClusterKey()
+		if ns != vmcluster.Namespace || name != vmcluster.Name || o.Status.StartTime == nil || o.Status.Phase.IsTerminal() {
+			continue
+		}
+		if operationStartedAStep(o) || Older(o, rs) {
+			return o
+		}
+	}
+	return nil
+}
+
+// operationStartedAStep reports whether any step of o is past Pending.
+func operationStartedAStep(o *opsv1.VMClusterOperation) bool {
+	for _, st := range o.Status.Steps {
+		if st.Phase != opsv1.StepPhasePending && st.Phase != "" {
+			return true
+		}
+	}
+	return false
 }

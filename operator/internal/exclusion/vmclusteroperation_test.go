@@ -60,3 +60,37 @@ func TestOperationBlocker(t *testing.T) {
 		})
 	}
 }
+
+// TestOperationActing: which active operation a ClusterRestore waits for.
+// With ActiveRestore's "younger and not acting does not count", an
+// operation and a restore that both claimed never wait for each other.
+func TestOperationActing(t *testing.T) {
+	vm := types.NamespacedName{Namespace: "observability", Name: "vm"}
+	restore := &opsv1.ClusterRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "observability", Name: "r", CreationTimestamp: metav1.NewTime(t0.Add(-time.Minute))}}
+	acting := func(o opsv1.VMClusterOperation) opsv1.VMClusterOperation {
+		o.Status.Steps = []opsv1.OperationStep{{Phase: opsv1.StepPhaseRunning}}
+		return o
+	}
+	cases := []struct {
+		name string
+		all  []opsv1.VMClusterOperation
+		want string
+	}{
+		{"none", nil, ""},
+		{"not started", []opsv1.VMClusterOperation{vmop("a", "vm", 2*time.Minute, false, opsv1.OperationPhasePending)}, ""},
+		{"started and older", []opsv1.VMClusterOperation{vmop("a", "vm", 2*time.Minute, true, opsv1.OperationPhaseRunning)}, "a"},
+		{"started, younger, no step yet: the restore goes first", []opsv1.VMClusterOperation{vmop("a", "vm", 0, true, opsv1.OperationPhaseRunning)}, ""},
+		{"started, younger, a step running", []opsv1.VMClusterOperation{acting(vmop("a", "vm", 0, true, opsv1.OperationPhaseRunning))}, "a"},
+		{"finished", []opsv1.VMClusterOperation{acting(vmop("a", "vm", 2*time.Minute, true, opsv1.OperationPhaseSucceeded))}, ""},
+		{"another vmcluster", []opsv1.VMClusterOperation{acting(vmop("a", "other", 2*time.Minute, true, opsv1.OperationPhaseRunning))}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ""
+			if o := operationActing(vm, restore, tc.all); o != nil {
+				got = o.Name
+			}
+			NewWithT(t).Expect(got).To(Equal(tc.want))
+		})
+	}
+}

@@ -243,7 +243,7 @@ func (r *Reconciler) act(ctx context.Context, s *scope) error {
 
 // waitingFor names what op waits for before it starts its next step: an
 // older active operation of the same VMCluster (only before its first
-// step), a vmstorage rollout of an upgrade, a running backup.
+// step), a vmstorage rollout of an upgrade, a running backup, a restore.
 func (r *Reconciler) waitingFor(ctx context.Context, op *opsv1.VMClusterOperation, key types.NamespacedName) (string, error) {
 	if !anyStarted(op) {
 		b, err := exclusion.OperationBlocker(ctx, r.APIReader, op)
@@ -267,6 +267,15 @@ func (r *Reconciler) waitingFor(ctx context.Context, op *opsv1.VMClusterOperatio
 	}
 	if backup != "" {
 		return fmt.Sprintf("ClusterBackup %s of VMCluster %s, which is running", backup, key), nil
+	}
+	// A restore that claimed the VMCluster and acts, or is older
+	// (exclusion/vmclusteroperation.go).
+	restore, err := exclusion.ActiveRestore(ctx, r.APIReader, key, op)
+	if err != nil {
+		return "", err
+	}
+	if restore != "" {
+		return fmt.Sprintf("ClusterRestore %s of VMCluster %s", restore, key), nil
 	}
 	return "", nil
 }
