@@ -66,3 +66,31 @@ func TestBlockersOf(t *testing.T) {
 	g.Expect(other[1].Name).To(Equal("rollout-other"))
 	g.Expect(BlockersOf("elsewhere", "vmcluster", backups, ops)).To(BeEmpty())
 }
+
+func TestRestoreBlockersOf(t *testing.T) {
+	g := NewWithT(t)
+	restore := func(name, backup string, target *opsv1.VMClusterReference, phase opsv1.RestorePhase) opsv1.ClusterRestore {
+		return opsv1.ClusterRestore{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "observability", Name: name},
+			Spec:       opsv1.ClusterRestoreSpec{Backup: backup, VMCluster: target},
+			Status:     opsv1.ClusterRestoreStatus{Phase: phase},
+		}
+	}
+	backups := []opsv1.ClusterBackup{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "observability", Name: "b"},
+		Spec:       opsv1.ClusterBackupSpec{VMCluster: opsv1.VMClusterReference{Name: "vmcluster"}},
+	}}
+	restores := []opsv1.ClusterRestore{
+		restore("running", "b", &opsv1.VMClusterReference{Name: "vmcluster"}, opsv1.RestorePhaseRunning),
+		restore("from-the-backup", "b", nil, ""),
+		restore("done", "b", nil, opsv1.RestorePhaseSucceeded),
+		restore("elsewhere", "b", &opsv1.VMClusterReference{Name: "copy"}, opsv1.RestorePhasePending),
+		restore("unknown-backup", "gone", nil, opsv1.RestorePhasePending),
+	}
+	got := RestoreBlockersOf("observability", "vmcluster", restores, backups)
+	g.Expect(got).To(ConsistOf(
+		Blocker{Kind: opsv1.ClusterRestoreKind, Namespace: "observability", Name: "running", Phase: "Running"},
+		Blocker{Kind: opsv1.ClusterRestoreKind, Namespace: "observability", Name: "from-the-backup"},
+	))
+	g.Expect(RestoreBlockersOf("observability", "copy", restores, backups)).To(HaveLen(1))
+}
