@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
@@ -26,15 +27,29 @@ import (
 // left alone.
 func (r *Reconciler) unholdTemplate(ctx context.Context, rs *opsv1.ClusterRestore) error {
 	ns, name := rs.VMClusterKey(nil)
+	if name == "" {
+		// The backup's VMCluster (claim checked it is in this namespace).
+		b := &opsv1.ClusterBackup{}
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.Backup}, b); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		ns, name = rs.VMClusterKey(b)
+	}
 	vmc := &unstructured.Unstructured{}
 	vmc.SetGroupVersionKind(vmstorage.VMClusterGVK)
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, vmc); err != nil {
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			// No VMCluster (or no vm-operator CRD): nothing is held.
 			return nil
 		}
 		return fmt.Errorf("getting VMCluster %s/%s: %w", ns, name, err)
 	}
 	held, _, _ := unstructured.NestedString(vmc.Object, "spec", "vmstorage", "podMetadata", "annotations", HoldAnnotation)
+	if held != r.owner(rs) {
+		// Not seeded by this restore, or lifted already (a Helm render
+		// after the post-renderer was removed drops the annotation too).
+		return nil
+	}
 	hr, err := vmstorage.OwningHelmRelease(ctx, r.APIReader, vmc)
 	if err != nil {
 		return err
@@ -43,9 +58,6 @@ func (r *Reconciler) unholdTemplate(ctx context.Context, rs *opsv1.ClusterRestor
 		if err := r.removeHoldPostRenderer(ctx, client.ObjectKeyFromObject(hr), name); err != nil {
 			return err
 		}
-	}
-	if held != r.owner(rs) {
-		return nil
 	}
 	raw, _ := json.Marshal(map[string]any{"spec": map[string]any{"vmstorage": map[string]any{"podMetadata": map[string]any{
 		"annotations": map[string]any{HoldAnnotation: nil},
