@@ -2,6 +2,7 @@ package stories
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -186,13 +188,15 @@ func describeRestore(rs *opsv1.ClusterRestore) string {
 	return sb.String()
 }
 
-// storyMigrate: a new vmcluster seeded from the backup of storyRestore
-// (made here when the story runs alone): a restore through REST of a
-// backup of another vmcluster into the new one, each replica restored from
-// the backup replica with its ordinal; the new vmcluster then serves the
-// same 10,000 samples. The backup stays usable for any number of
-// vmclusters. (POST /vmclusters with restore_from, whose vmstorage would
-// start only after the restore, is not implemented yet.)
+// storyMigrate: a new vmcluster created from the backup of storyRestore
+// (made here when the story runs alone) with restore_from: a replica
+// count the backup cannot seed is a 400 naming restore_from.backup that
+// creates nothing; then the vmcluster is created held (its HelmRelease
+// carries the hold post-renderer, so vmstorage never runs on the empty
+// volumes), its seeding restore restores each replica from the backup
+// replica with its ordinal and lifts the hold, and the new vmcluster
+// serves the same 10,000 samples. The backup stays usable for any number
+// of vmclusters.
 func storyMigrate(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -204,34 +208,61 @@ func storyMigrate(t *testing.T) {
 	const copyName = "restored-copy"
 	base := vmclusters + "/" + copyName
 	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+		"name": copyName, "values": map[string]any{"vmstorage": map[string]any{"replicaCount": 1}},
+		"restore_from": map[string]any{"backup": backupID},
+	})
+	g.Expect(code).To(Equal(http.StatusBadRequest), "%v", body)
+	g.Expect(fmt.Sprint(body)).To(ContainSubstring("restore_from.backup"))
+	code, _ = call(t, http.MethodGet, base, nil)
+	g.Expect(code).To(Equal(http.StatusNotFound))
+
+	code, body = call(t, http.MethodPost, vmclusters, map[string]any{
 		"name": copyName, "values": map[string]any{"vmstorage": map[string]any{"replicaCount": 2}},
+		"restore_from": map[string]any{"backup": backupID},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	t.Cleanup(func() { call(t, http.MethodDelete, base, nil) })
-	running := waitVMCluster(t, copyName, "RUNNING", 3*time.Minute)
-	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-"+copyName, 2) }, 3*time.Minute, time.Second).Should(Succeed())
-	prometheus, _ := field(running, "endpoints.prometheus").(string)
+	hr := &helmv2.HelmRelease{}
+	g.Expect(st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: copyName}, hr)).To(Succeed())
+	g.Expect(holdsForRestore(hr)).To(BeTrue(), "the new vmcluster starts held")
 
-	code, body = call(t, http.MethodPost, base+"/restores", map[string]any{"backup": backupID, "strategy": "AllAtOnce"})
-	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	restoreID := strings.TrimPrefix(body["name"].(string), "vmclusters/"+copyName+"/restores/")
+	restoreID := opsv1.SeedRestoreName(copyName)
 	var done map[string]any
 	g.Eventually(func(g Gomega) {
 		code, body := call(t, http.MethodGet, base+"/restores/"+restoreID, nil)
 		done = body
 		g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 		g.Expect(body["phase"]).To(Equal("Succeeded"), "%v", body)
-	}, 4*time.Minute, time.Second).Should(Succeed())
+	}, 5*time.Minute, time.Second).Should(Succeed())
 	for _, raw := range done["replicas"].([]any) {
 		r := raw.(map[string]any)
 		pod := r["pod"].(string)
 		g.Expect(r["from_pod"]).To(Equal(strings.Replace(pod, copyName, restoreCluster, 1)), "%v", r)
 	}
+	// The hold is lifted for good: no later Helm render puts it back.
+	g.Expect(st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: copyName}, hr)).To(Succeed())
+	g.Expect(holdsForRestore(hr)).To(BeFalse())
+	running := waitVMCluster(t, copyName, "RUNNING", 3*time.Minute)
+	prometheus, _ := field(running, "endpoints.prometheus").(string)
 
 	samples := fmt.Sprintf(`sum(count_over_time(%s[1d]))`, metric)
 	series := fmt.Sprintf(`count(last_over_time(%s[1d]))`, metric)
 	g.Eventually(func(g Gomega) {
 		g.Expect(stack.QueryScalar(ctx, prometheus, series)).To(Equal(100.0))
 		g.Expect(stack.QueryScalar(ctx, prometheus, samples)).To(Equal(10000.0))
-	}, 2*time.Minute, time.Second).Should(Succeed())
+	}, 3*time.Minute, time.Second).Should(Succeed())
+}
+
+// holdsForRestore: hr carries the restore-hold post-renderer of its
+// vmcluster.
+func holdsForRestore(hr *helmv2.HelmRelease) bool {
+	for _, pr := range hr.Spec.PostRenderers {
+		raw, _ := json.Marshal(pr)
+		var m any
+		_ = json.Unmarshal(raw, &m)
+		if opsv1.IsRestoreHoldPostRenderer(m, hr.Name) {
+			return true
+		}
+	}
+	return false
 }

@@ -237,6 +237,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Reader: a.cache, Writer: kube, Namespace: cfg.Backups.Namespace, VMClusters: svc,
 		Defaults: cfg.Backups, Caller: auth.CallerName, CacheWait: 5 * time.Second,
 	}
+	svc.Seeder = restores.Seeder{Svc: &restores.Service{Backups: bk}, Namespace: cfg.Namespace}
 
 	guard, err := a.newGuard(restCfg, scheme)
 	if err != nil {

@@ -23,7 +23,7 @@ const ReasonInUse = "VMCLUSTER_IN_USE"
 
 // Blocker is one piece of work in progress on a VMCluster.
 type Blocker struct {
-	// Kind is ClusterBackup or ClusterUpgradeOperation.
+	// Kind is ClusterBackup, ClusterRestore or ClusterUpgradeOperation.
 	Kind      string
 	Namespace string
 	Name      string
@@ -71,12 +71,7 @@ func OperationBlockersOf(namespace, name string, ops []opsv1.VMClusterOperation)
 			out = append(out, Blocker{Kind: opsv1.VMClusterOperationKind, Namespace: o.Namespace, Name: o.Name, Phase: string(o.Status.Phase)})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
-		}
-		return out[i].Name < out[j].Name
-	})
+	sortBlockers(out)
 	return out
 }
 
@@ -105,6 +100,34 @@ func BlockersOf(namespace, name string, backups []opsv1.ClusterBackup, ops []ops
 			out = append(out, Blocker{Kind: opsv1.ClusterUpgradeOperationKind, Namespace: op.Namespace, Name: op.Name, Phase: string(op.Status.Phase)})
 		}
 	}
+	sortBlockers(out)
+	return out
+}
+
+// RestoreBlockersOf returns the unfinished restores, among those given,
+// that restore into the VMCluster namespace/name (spec.vmCluster, or the
+// VMCluster of their backup among backups when omitted).
+func RestoreBlockersOf(namespace, name string, restores []opsv1.ClusterRestore, backups []opsv1.ClusterBackup) []Blocker {
+	var out []Blocker
+	for i := range restores {
+		rs := &restores[i]
+		if rs.Status.Phase.IsTerminal() {
+			continue
+		}
+		var backup *opsv1.ClusterBackup
+		for j := range backups {
+			if backups[j].Namespace == rs.Namespace && backups[j].Name == rs.Spec.Backup {
+				backup = &backups[j]
+			}
+		}
+		if ns, n := rs.VMClusterKey(backup); ns == namespace && n == name {
+			out = append(out, Blocker{Kind: opsv1.ClusterRestoreKind, Namespace: rs.Namespace, Name: rs.Name, Phase: string(rs.Status.Phase)})
+		}
+	}
+	return out
+}
+
+func sortBlockers(out []Blocker) {
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Kind != out[j].Kind {
 			return out[i].Kind < out[j].Kind
@@ -114,7 +137,6 @@ func BlockersOf(namespace, name string, backups []opsv1.ClusterBackup, ops []ops
 		}
 		return out[i].Name < out[j].Name
 	})
-	return out
 }
 
 // Blockers implements Work.
@@ -143,7 +165,18 @@ func (w *KubeWork) Blockers(ctx context.Context, namespace, name string) ([]Bloc
 		}
 		vmops = append(vmops, list.Items...)
 	}
-	return append(BlockersOf(namespace, name, backups, ops), OperationBlockersOf(namespace, name, vmops)...), nil
+	var restores []opsv1.ClusterRestore
+	for _, ns := range unique(w.BackupNamespaces) {
+		var list opsv1.ClusterRestoreList
+		if err := w.Reader.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("listing ClusterRestores in %s: %w", ns, err)
+		}
+		restores = append(restores, list.Items...)
+	}
+	out := append(BlockersOf(namespace, name, backups, ops), RestoreBlockersOf(namespace, name, restores, backups)...)
+	out = append(out, OperationBlockersOf(namespace, name, vmops)...)
+	sortBlockers(out)
+	return out, nil
 }
 
 func unique(in []string) []string {

@@ -86,3 +86,31 @@ func TestOperationBlockersOf(t *testing.T) {
 	g.Expect(got[0].String()).To(Equal("VMClusterOperation observability/new (not started)"))
 	g.Expect(got[1].String()).To(Equal("VMClusterOperation observability/paused (Paused)"))
 }
+
+func TestRestoreBlockersOf(t *testing.T) {
+	g := NewWithT(t)
+	restore := func(name, backup string, target *opsv1.VMClusterReference, phase opsv1.RestorePhase) opsv1.ClusterRestore {
+		return opsv1.ClusterRestore{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "observability", Name: name},
+			Spec:       opsv1.ClusterRestoreSpec{Backup: backup, VMCluster: target},
+			Status:     opsv1.ClusterRestoreStatus{Phase: phase},
+		}
+	}
+	backups := []opsv1.ClusterBackup{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "observability", Name: "b"},
+		Spec:       opsv1.ClusterBackupSpec{VMCluster: opsv1.VMClusterReference{Name: "vmcluster"}},
+	}}
+	restores := []opsv1.ClusterRestore{
+		restore("running", "b", &opsv1.VMClusterReference{Name: "vmcluster"}, opsv1.RestorePhaseRunning),
+		restore("from-the-backup", "b", nil, ""),
+		restore("done", "b", nil, opsv1.RestorePhaseSucceeded),
+		restore("elsewhere", "b", &opsv1.VMClusterReference{Name: "copy"}, opsv1.RestorePhasePending),
+		restore("unknown-backup", "gone", nil, opsv1.RestorePhasePending),
+	}
+	got := RestoreBlockersOf("observability", "vmcluster", restores, backups)
+	g.Expect(got).To(ConsistOf(
+		Blocker{Kind: opsv1.ClusterRestoreKind, Namespace: "observability", Name: "running", Phase: "Running"},
+		Blocker{Kind: opsv1.ClusterRestoreKind, Namespace: "observability", Name: "from-the-backup"},
+	))
+	g.Expect(RestoreBlockersOf("observability", "copy", restores, backups)).To(HaveLen(1))
+}

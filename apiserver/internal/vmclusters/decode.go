@@ -54,7 +54,7 @@ func ValidateVersion(v string) string {
 // The request fields. Output-only fields are accepted (so that a body
 // read with GET can be sent back with PUT) and ignored.
 var (
-	createFields  = fieldSet("name", "values", "values_overrides", "helm_release_info", "id", "status", "status_reason", "status_message", "endpoints", "create_time", "etag", "allow_data_loss")
+	createFields  = fieldSet("name", "values", "values_overrides", "helm_release_info", "id", "status", "status_reason", "status_message", "endpoints", "create_time", "etag", "allow_data_loss", "restore_from")
 	updateFields  = fieldSet("name", "values", "values_overrides", "helm_release_info", "id", "status", "status_reason", "status_message", "endpoints", "create_time", "etag", "allow_data_loss")
 	releaseFields = fieldSet("release_name", "release_namespace", "chart", "version", "deployed_version", "last_action")
 )
@@ -300,10 +300,47 @@ func DecodeCreate(body []byte) (CreateRequest, *apierror.Error) {
 			}
 		}
 	}
+	req.RestoreFrom = d.restoreFrom()
 	if err := d.err(); err != nil {
 		return CreateRequest{}, err
 	}
 	return req, nil
+}
+
+// restoreFrom decodes restore_from: {"backup": "<backup id>"} (absent or
+// null: nil).
+func (d *decoded) restoreFrom() *RestoreFrom {
+	raw, ok := d.fields["restore_from"]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	obj, msg := decodeObject(raw)
+	if msg != "" {
+		d.violate("restore_from", "must be a JSON object")
+		return nil
+	}
+	for _, k := range sortedKeys(obj) {
+		if k != "backup" {
+			d.violate("restore_from."+fieldName(k), "unknown field")
+		}
+	}
+	if _, ok := obj["backup"]; !ok {
+		d.violate("restore_from.backup", "is required")
+		return nil
+	}
+	b := d.stringField(obj, "backup", "restore_from.backup")
+	if b == nil {
+		return nil
+	}
+	if *b == "" {
+		d.violate("restore_from.backup", "must not be empty")
+		return nil
+	}
+	if len(*b) > 253 {
+		d.violate("restore_from.backup", "must be at most 253 characters")
+		return nil
+	}
+	return &RestoreFrom{Backup: *b}
 }
 
 // DecodeUpdate parses and validates a PUT body: values (required, an

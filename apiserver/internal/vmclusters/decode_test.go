@@ -40,6 +40,9 @@ func TestDecodeCreate(t *testing.T) {
 			want: CreateRequest{Name: "c1", Values: []byte(`{"f":1.50,"n":12345678901234567890}`)}},
 		{name: "max length name", body: `{"name":"` + strings.Repeat("a", 53) + `"}`,
 			want: CreateRequest{Name: strings.Repeat("a", 53), Values: []byte(`{}`)}},
+		{name: "restore_from", body: `{"name":"c1","restore_from":{"backup":"b1"}}`,
+			want: CreateRequest{Name: "c1", Values: []byte(`{}`), RestoreFrom: &RestoreFrom{Backup: "b1"}}},
+		{name: "restore_from null", body: `{"name":"c1","restore_from":null}`, want: CreateRequest{Name: "c1", Values: []byte(`{}`)}},
 
 		{name: "empty body", body: ``, violations: []string{"body"}},
 		{name: "malformed JSON", body: `{"name":`, violations: []string{"body"}},
@@ -64,6 +67,12 @@ func TestDecodeCreate(t *testing.T) {
 		{name: "helm_release_info not an object", body: `{"name":"c1","helm_release_info":3}`, violations: []string{"helm_release_info"}},
 		{name: "bad version", body: `{"name":"c1","helm_release_info":{"version":"latest"}}`, violations: []string{"helm_release_info.version"}},
 		{name: "server-set release name", body: `{"name":"c1","helm_release_info":{"release_name":"x"}}`, violations: []string{"helm_release_info.release_name"}},
+		{name: "restore_from not an object", body: `{"name":"c1","restore_from":"b1"}`, violations: []string{"restore_from"}},
+		{name: "restore_from without backup", body: `{"name":"c1","restore_from":{}}`, violations: []string{"restore_from.backup"}},
+		{name: "restore_from empty backup", body: `{"name":"c1","restore_from":{"backup":""}}`, violations: []string{"restore_from.backup"}},
+		{name: "restore_from backup not a string", body: `{"name":"c1","restore_from":{"backup":3}}`, violations: []string{"restore_from.backup"}},
+		{name: "restore_from backup too long", body: `{"name":"c1","restore_from":{"backup":"` + strings.Repeat("b", 254) + `"}}`, violations: []string{"restore_from.backup"}},
+		{name: "restore_from unknown field", body: `{"name":"c1","restore_from":{"backup":"b1","strategy":"x"}}`, violations: []string{"restore_from.strategy"}},
 		{name: "every problem at once", body: `{"name":"BAD","values":1,"x":1}`, violations: []string{"x", "name", "values"}},
 	}
 	for _, tt := range tests {
@@ -80,6 +89,7 @@ func TestDecodeCreate(t *testing.T) {
 			g.Expect(got.Name).To(Equal(tt.want.Name))
 			g.Expect(string(got.Values)).To(Equal(string(tt.want.Values)))
 			g.Expect(got.Version).To(Equal(tt.want.Version))
+			g.Expect(got.RestoreFrom).To(Equal(tt.want.RestoreFrom))
 		})
 	}
 }

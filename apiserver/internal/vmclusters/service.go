@@ -1,7 +1,9 @@
 package vmclusters
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -61,6 +63,55 @@ type Service struct {
 	Work Work
 	// Now is the clock (injected in tests).
 	Now func() time.Time
+	// Seeder checks and creates the restore of a vmcluster created with
+	// restore_from; nil: restore_from is refused.
+	Seeder Seeder
+}
+
+// Seeder is the restores API as a create with restore_from needs it.
+type Seeder interface {
+	// CheckSeed refuses (a 4xx naming restore_from.backup) a backup the
+	// new vmcluster name with replicas vmstorage replicas cannot be
+	// restored from, before anything is created.
+	CheckSeed(ctx context.Context, name string, replicas int, backup string) error
+	// EnsureSeed creates the ClusterRestore that seeds the vmcluster of
+	// hr from backup (an existing one with the same spec is fine).
+	EnsureSeed(ctx context.Context, hr *helmv2.HelmRelease, backup string) error
+}
+
+// storageReplicas is vmstorage.replicaCount of values over the chart
+// version's defaults.
+func (s *Service) storageReplicas(version string, values []byte) int {
+	count := func(m map[string]any) (int, bool) {
+		vs, _ := m["vmstorage"].(map[string]any)
+		switch n := vs["replicaCount"].(type) {
+		case json.Number:
+			i, err := n.Int64()
+			return int(i), err == nil
+		case float64:
+			return int(n), true
+		case int:
+			return n, true
+		case int64:
+			return int(n), true
+		}
+		return 0, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(values))
+	dec.UseNumber()
+	var v map[string]any
+	if dec.Decode(&v) == nil {
+		if n, ok := count(v); ok {
+			return n
+		}
+	}
+	if version == "" {
+		version = s.Translator.Chart.DefaultVersion
+	}
+	if n, ok := count(s.Translator.Chart.DefaultsFor(version)); ok {
+		return n
+	}
+	return 1
 }
 
 // Reasons of the vmcluster errors (ErrorInfo.reason).
@@ -108,6 +159,14 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (VMCluster, err
 	if vs := s.Translator.Chart.CheckValues(req.Version, req.Values); len(vs) > 0 {
 		return VMCluster{}, invalidValues(vs)
 	}
+	if req.RestoreFrom != nil {
+		if s.Seeder == nil {
+			return VMCluster{}, apierror.InvalidArgument("the request is invalid", apierror.Violation("restore_from", "restoring is not available on this server"))
+		}
+		if err := s.Seeder.CheckSeed(ctx, req.Name, s.storageReplicas(req.Version, req.Values), req.RestoreFrom.Backup); err != nil {
+			return VMCluster{}, err
+		}
+	}
 	hr := s.Translator.Release(req, s.now())
 	err := s.Store.CreateRelease(ctx, hr)
 	if apierrors.IsAlreadyExists(err) {
@@ -123,6 +182,13 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (VMCluster, err
 		return VMCluster{}, fmt.Errorf("creating HelmRelease %s: %w", klog.KObj(hr), err)
 	}
 	log.Info("Created vmcluster", "helmRelease", klog.KObj(hr), "uid", hr.UID, "chartVersion", hr.Spec.Chart.Spec.Version)
+	if req.RestoreFrom != nil {
+		// The release is held until this restore exists and ran; a crash
+		// before it is repaired by an identical retry (createExisting).
+		if err := s.Seeder.EnsureSeed(ctx, hr, req.RestoreFrom.Backup); err != nil {
+			return VMCluster{}, err
+		}
+	}
 	if err := s.Store.ApplySource(ctx, s.Translator.Source(hr, s.now())); err != nil {
 		// The release exists; an identical retry of the request ensures
 		// the source again.
@@ -157,6 +223,13 @@ func (s *Service) createExisting(ctx context.Context, req CreateRequest) (VMClus
 	// attempt may have failed after creating the release).
 	if err := s.Store.ApplySource(ctx, s.Translator.Source(existing, s.now())); err != nil {
 		return VMCluster{}, fmt.Errorf("applying the HelmRepository of %s: %w", klog.KObj(existing), err)
+	}
+	// And the seeding restore, while the release is still held for it
+	// (once the hold is lifted the restore ran: never restore again).
+	if req.RestoreFrom != nil && HoldsForRestore(existing) {
+		if err := s.Seeder.EnsureSeed(ctx, existing, req.RestoreFrom.Backup); err != nil {
+			return VMCluster{}, err
+		}
 	}
 	logr.FromContextOrDiscard(ctx).Info("Create repeated for an existing identical vmcluster", "helmRelease", klog.KObj(existing))
 	return s.Translator.View(existing, true), nil

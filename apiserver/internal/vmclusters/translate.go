@@ -20,6 +20,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
 // Labels of every object ops-server manages for a vmcluster.
@@ -131,7 +132,7 @@ func (t Translator) Release(req CreateRequest, now time.Time) *helmv2.HelmReleas
 	if version == "" {
 		version = t.Chart.DefaultVersion
 	}
-	return &helmv2.HelmRelease{
+	hr := &helmv2.HelmRelease{
 		TypeMeta: metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        req.Name,
@@ -169,6 +170,35 @@ func (t Translator) Release(req CreateRequest, now time.Time) *helmv2.HelmReleas
 			Values: &apiextensionsv1.JSON{Raw: req.Values},
 		},
 	}
+	if req.RestoreFrom != nil {
+		hr.Spec.PostRenderers = []helmv2.PostRenderer{t.restoreHold(req.Name)}
+	}
+	return hr
+}
+
+// restoreHold is the post-renderer that starts every vmstorage Pod of the
+// vmcluster name held for its seeding ClusterRestore (in the vmcluster
+// namespace; the seeder refuses a restore_from otherwise).
+func (t Translator) restoreHold(name string) helmv2.PostRenderer {
+	raw, _ := json.Marshal(opsv1.RestoreHoldPostRenderer(name, t.Namespace+"/"+opsv1.SeedRestoreName(name)))
+	var pr helmv2.PostRenderer
+	_ = json.Unmarshal(raw, &pr)
+	return pr
+}
+
+// HoldsForRestore reports whether hr still carries the restore-hold
+// post-renderer of a vmcluster created from a backup (its seeding
+// ClusterRestore has not finished).
+func HoldsForRestore(hr *helmv2.HelmRelease) bool {
+	for _, pr := range hr.Spec.PostRenderers {
+		raw, _ := json.Marshal(pr)
+		var m any
+		_ = json.Unmarshal(raw, &m)
+		if opsv1.IsRestoreHoldPostRenderer(m, hr.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 // Source builds the HelmRepository of the vmcluster of hr, owned by hr.
@@ -212,6 +242,9 @@ func (t Translator) SameAsRequest(hr *helmv2.HelmRelease, req CreateRequest) boo
 		version = t.Chart.DefaultVersion
 	}
 	if hr.Spec.Chart == nil || hr.Spec.Chart.Spec.Chart != t.Chart.Name || hr.Spec.Chart.Spec.Version != version {
+		return false
+	}
+	if req.RestoreFrom == nil && HoldsForRestore(hr) {
 		return false
 	}
 	var stored []byte

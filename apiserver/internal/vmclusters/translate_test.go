@@ -53,6 +53,41 @@ func TestRelease(t *testing.T) {
 
 	hr = tr.Release(CreateRequest{Name: "c2", Values: []byte(`{}`), Version: "0.2.0"}, now)
 	g.Expect(hr.Spec.Chart.Spec.Version).To(Equal("0.2.0"))
+	g.Expect(hr.Spec.PostRenderers).To(BeEmpty())
+	g.Expect(HoldsForRestore(hr)).To(BeFalse())
+}
+
+// A vmcluster created from a backup starts held: one post-renderer puts
+// the hold, naming its seeding ClusterRestore, in the VMCluster's
+// vmstorage pod metadata; an identical repeat matches it, a create
+// without restore_from does not.
+func TestReleaseRestoreFrom(t *testing.T) {
+	g := NewWithT(t)
+	tr := testTranslator(t, ChartSource{Name: "vmcluster", DefaultVersion: "0.1.0", URL: "https://charts.example/vm"})
+	req := CreateRequest{Name: "c1", Values: []byte(`{}`), RestoreFrom: &RestoreFrom{Backup: "b1"}}
+	hr := tr.Release(req, now)
+	g.Expect(hr.Spec.PostRenderers).To(HaveLen(1))
+	patches := hr.Spec.PostRenderers[0].Kustomize.Patches
+	g.Expect(patches).To(HaveLen(1))
+	g.Expect(patches[0].Target.Kind).To(Equal("VMCluster"))
+	g.Expect(patches[0].Target.Name).To(Equal("c1"))
+	g.Expect(patches[0].Patch).To(HavePrefix("# ops-server-restore-hold\n"))
+	g.Expect(patches[0].Patch).To(ContainSubstring(`"podMetadata":{"annotations":{"ops.observability.tidbcloud.com/vmstorage-hold":"obs/seed-c1"}}`))
+	g.Expect(HoldsForRestore(hr)).To(BeTrue())
+	g.Expect(tr.SameAsRequest(hr, req)).To(BeTrue())
+	g.Expect(tr.SameAsRequest(hr, CreateRequest{Name: "c1", Values: []byte(`{}`)})).To(BeFalse())
+	other := tr.Release(CreateRequest{Name: "c2", Values: []byte(`{}`), RestoreFrom: &RestoreFrom{Backup: "b1"}}, now)
+	other.Name = "c1"
+	g.Expect(HoldsForRestore(other)).To(BeFalse(), "the hold of another VMCluster")
+}
+
+func TestStorageReplicas(t *testing.T) {
+	g := NewWithT(t)
+	s := &Service{Translator: testTranslator(t, ChartSource{Name: "vmcluster", DefaultVersion: "0.1.0"})}
+	g.Expect(s.storageReplicas("", []byte(`{"vmstorage":{"replicaCount":3}}`))).To(Equal(3))
+	def := s.storageReplicas("", []byte(`{}`))
+	g.Expect(def).To(BeNumerically(">=", 1))
+	g.Expect(s.storageReplicas("", []byte(`{"vmstorage":{}}`))).To(Equal(def))
 }
 
 func TestSource(t *testing.T) {

@@ -85,6 +85,16 @@ type CreateRequest struct {
 	Values []byte
 	// Version is the chart version; empty means the configured default.
 	Version string
+	// RestoreFrom seeds the new vmcluster from a backup; nil: it starts
+	// empty.
+	RestoreFrom *RestoreFrom
+}
+
+// RestoreFrom is restore_from of a create: the backup (its id, the
+// ClusterBackup's name or UID) the new vmcluster's vmstorage is restored
+// from before it first runs (docs/vmclusters.md).
+type RestoreFrom struct {
+	Backup string `json:"backup"`
 }
 
 // UpdateRequest is a validated PUT body. Besides values and version it

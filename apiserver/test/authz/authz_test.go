@@ -618,3 +618,39 @@ func TestEventNamesTheCaller(t *testing.T) {
 		return buf.String()
 	}, 20*time.Second, 100*time.Millisecond).Should(And(ContainSubstring("CreatedThroughAPI"), ContainSubstring(`"test-admin"`)))
 }
+
+// restore_from on a vmcluster create needs the permission of
+// restores.create besides vmclusters.create (seeding reads another
+// vmcluster's data): without it a 403 that creates nothing; with both the
+// vmcluster and its seeding restore are created, the restore initiated by
+// the caller.
+func TestRestoreFromNeedsRestoresCreate(t *testing.T) {
+	f := start(t)
+	g := NewWithT(t)
+	id := f.vmcluster("source")
+	b := f.succeededBackup(id)
+	f.restore(id, b) // the server's cache has the Succeeded backup now
+	create := auth.Permission{Verb: "create", Resource: "vmclusters", Namespace: f.ns}
+	restore := auth.Permission{Verb: "create", Resource: "clusterrestores", Namespace: f.ns}
+	body := `{"name":"seeded","values":{"vmstorage":{"replicaCount":1}},"restore_from":{"backup":"` + b + `"}}`
+
+	_, onlyCreate := f.serviceAccount("only-create", create)
+	code, resp := f.do(http.MethodPost, vmclustersPath, body, onlyCreate)
+	g.Expect(code).To(Equal(http.StatusForbidden), "%s", resp)
+	g.Expect(string(resp)).To(ContainSubstring(`cannot create resource \"clusterrestores\"`))
+	code, _ = f.do(http.MethodGet, vmclustersPath+"/seeded", "", adminToken)
+	g.Expect(code).To(Equal(http.StatusNotFound), "nothing created")
+
+	user, both := f.serviceAccount("create-and-restore", create, restore)
+	code, resp = f.do(http.MethodPost, vmclustersPath, body, both)
+	g.Expect(code).To(Equal(http.StatusAccepted), "%s", resp)
+	rs := &opsv1.ClusterRestore{}
+	g.Expect(f.kube.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: opsv1.SeedRestoreName("seeded")}, rs)).To(Succeed())
+	g.Expect(rs.Spec.VMCluster.Name).To(Equal("seeded"))
+	g.Expect(rs.Annotations).To(HaveKeyWithValue(auth.AnnotationInitiatedBy, user))
+
+	// A replica count the backup cannot seed: 400 naming the field.
+	code, resp = f.do(http.MethodPost, vmclustersPath, `{"name":"misfit","values":{"vmstorage":{"replicaCount":3},"replicationFactor":1},"restore_from":{"backup":"`+b+`"}}`, both)
+	g.Expect(code).To(Equal(http.StatusBadRequest), "%s", resp)
+	g.Expect(string(resp)).To(ContainSubstring(`"field":"restore_from.backup"`))
+}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/skeleton"
 )
 
@@ -17,7 +18,7 @@ import (
 // ("<namespace>/<name>"). ops-operator sets it before a replica is
 // restored and removes it once vmrestore succeeded. A replica whose
 // restore failed keeps it: its data is incomplete (docs/backups.md).
-const HoldAnnotation = "ops.observability.tidbcloud.com/vmstorage-hold"
+const HoldAnnotation = opsv1.VMStorageHoldAnnotation
 
 // LocalStoppedAnnotation is set to "true" by the local stack's backer (the
 // stand-in for the kubelet, e2e/stack/backer.go) once the vmstorage

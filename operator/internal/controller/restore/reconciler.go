@@ -368,7 +368,15 @@ func (r *Reconciler) step(ctx context.Context, s *scope) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if done, _, _ := progress(rs.Status.Replicas); done == len(rs.Status.Replicas) {
+	if done, ok, _ := progress(rs.Status.Replicas); done == len(rs.Status.Replicas) {
+		if ok == done {
+			// A vmcluster seeded by this restore was created held: lift
+			// the hold from its template before Succeeded is recorded
+			// (idempotent; a failed restore keeps it, docs/backups.md).
+			if err := r.unholdTemplate(ctx, rs); err != nil {
+				return err
+			}
+		}
 		r.finish(rs)
 		return nil
 	}
