@@ -436,9 +436,9 @@ func (s *Service) Resume(ctx context.Context, id string) (Operation, error) {
 	return s.setPaused(ctx, id, false)
 }
 
-// maxPauseAttempts bounds the retries of a pause or resume whose write
+// maxWriteAttempts bounds the retries of a pause, resume or cancel whose write
 // conflicted with the operator's (it patches the operation constantly).
-const maxPauseAttempts = 5
+const maxWriteAttempts = 5
 
 func (s *Service) setPaused(ctx context.Context, id string, paused bool) (Operation, error) {
 	obj, err := s.find(ctx, id)
@@ -467,7 +467,7 @@ func (s *Service) setPaused(ctx context.Context, id string, paused bool) (Operat
 			}
 			return toOperation(out), nil
 		}
-		if !apierrors.IsConflict(err) || attempt >= maxPauseAttempts {
+		if !apierrors.IsConflict(err) || attempt >= maxWriteAttempts {
 			return Operation{}, apierror.FromKubernetes(err)
 		}
 		// The operator changed the operation since it was read: read it
@@ -486,17 +486,43 @@ func (s *Service) setPaused(ctx context.Context, id string, paused bool) (Operat
 
 // Delete removes an operation that has not started or has finished, and
 // asks a started one to cancel (the operator stops at the next safe point).
+// Both writes are preconditioned on the resourceVersion read; when the
+// operator changed the operation in between (it patches the operation
+// constantly), the operation is read again and the decision made again,
+// like setPaused, rather than answering the caller with a conflict.
 func (s *Service) Delete(ctx context.Context, id string) (DeleteResponse, error) {
 	obj, err := s.find(ctx, id)
 	if err != nil {
 		return DeleteResponse{}, err
 	}
+	for attempt := 1; ; attempt++ {
+		resp, err := s.deleteOnce(ctx, obj)
+		if err == nil || !apierrors.IsConflict(err) || attempt >= maxWriteAttempts {
+			if err != nil {
+				return DeleteResponse{}, apierror.FromKubernetes(err)
+			}
+			return resp, nil
+		}
+		fresh := &opsv1.ClusterUpgradeOperation{}
+		if err := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+			if apierrors.IsNotFound(err) {
+				return DeleteResponse{}, apierror.FromKubernetes(err)
+			}
+			return DeleteResponse{}, fmt.Errorf("reading upgrade operation %s again: %w", obj.Name, err)
+		}
+		obj = fresh
+	}
+}
+
+// deleteOnce is one attempt of Delete on obj as read; a conflict is
+// returned as the Kubernetes error for Delete to retry.
+func (s *Service) deleteOnce(ctx context.Context, obj *opsv1.ClusterUpgradeOperation) (DeleteResponse, error) {
 	resp := DeleteResponse{ID: string(obj.UID), Name: obj.Name}
 	notStarted := obj.Status.StartTime == nil && obj.Status.Phase != opsv1.UpgradePhaseCancelling
 	if obj.Status.Phase.IsTerminal() || notStarted {
 		err := s.Writer.Delete(ctx, obj, client.Preconditions{UID: &obj.UID, ResourceVersion: &obj.ResourceVersion})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return DeleteResponse{}, apierror.FromKubernetes(err)
+			return DeleteResponse{}, err
 		}
 		auth.RecordTarget(ctx, objectRef(obj), "DeletedThroughAPI", "Deleted")
 		resp.Result = "Deleted"
@@ -506,7 +532,7 @@ func (s *Service) Delete(ctx context.Context, id string) (DeleteResponse, error)
 	if !obj.Spec.Cancel {
 		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"spec":{"cancel":true}}`, obj.ResourceVersion)
 		if err := s.Writer.Patch(ctx, out, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager)); err != nil {
-			return DeleteResponse{}, apierror.FromKubernetes(err)
+			return DeleteResponse{}, err
 		}
 	}
 	auth.RecordTarget(ctx, objectRef(out), "CancelledThroughAPI", "Cancellation requested")

@@ -180,11 +180,12 @@ func TestOpenAPIExplain(t *testing.T) {
 		"vmstorageSTSName":         "Omitted: vmstorage-<vmCluster name>",
 		"vmstorageSTSNamespace":    "Omitted: the vmCluster's namespace",
 		"vmCluster":                "Omitted: observability/vmcluster",
+		"backupBeforeRollout":      "before anything of this node group moves",
 	} {
 		g.Expect(ng.Properties).To(HaveKey(field))
 		g.Expect(ng.Properties[field].Description).To(ContainSubstring(fragment), field)
 	}
-	g.Expect(ng.Properties).To(HaveLen(8), "every field of a node group upgrade is documented above")
+	g.Expect(ng.Properties).To(HaveLen(9), "every field of a node group upgrade is documented above")
 
 	backup := find(v1alpha1.ClusterBackupKind)
 	g.Expect(backup.Properties["spec"].Properties["destination"].Properties["url"].Description).To(ContainSubstring("s3://<bucket>"))
