@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -336,7 +337,7 @@ func (s *Service) patchSpec(ctx context.Context, vmclusterID, opID, reason, patc
 	}
 	auth.RecordTarget(ctx, objectRef(live), reason, reason)
 	rv := live.ResourceVersion
-	s.waitForCache(ctx, live.Name, func(c *opsv1.VMClusterOperation) bool { return c != nil && c.ResourceVersion >= rv })
+	s.waitForCache(ctx, live.Name, func(c *opsv1.VMClusterOperation) bool { return c != nil && atLeast(c.ResourceVersion, rv) })
 	return toOperation(live), nil
 }
 
@@ -361,4 +362,17 @@ func (s *Service) waitForCache(ctx context.Context, name string, done func(*opsv
 	if err != nil {
 		logr.FromContextOrDiscard(ctx).V(1).Info("Cache did not catch up with a write in time", "vmclusterOperation", fmt.Sprintf("%s/%s", s.Namespace, name))
 	}
+}
+
+// atLeast reports whether resourceVersion a is rv or later. Kubernetes
+// resourceVersions are etcd revisions (decimal integers) here: compared as
+// numbers ("1000" is after "999"), and as equal strings when either is not
+// a number.
+func atLeast(a, rv string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(rv, 10, 64)
+	if errA != nil || errB != nil {
+		return a == rv
+	}
+	return x >= y
 }
