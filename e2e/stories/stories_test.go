@@ -89,7 +89,7 @@ func TestStories(t *testing.T) {
 	t.Run("12 vmcluster data: 10,000 samples written and queried at its endpoints, again after a blue-green vmstorage move", storyVMData)
 	t.Run("13 troubleshooting through the REST API: tree, Pods, logs (followed), exec", storyTroubleshoot)
 	t.Run("14 crash loop: the tree marks the vmstorage Pod and StatefulSet Degraded, the Events say why, diagnostics bundle", storyCrashLoop)
-	t.Run("15 VMClusterOperation: vmstorage 3 to 5 to 2 one replica per step, below replicationFactor refused, samples kept", storyScaling)
+	t.Run("15 VMClusterOperation: vmstorage 3 to 5 to 2 one replica per step, below replicationFactor refused, 5 to 2 refused until acknowledged, samples kept", storyScaling)
 	t.Run("16 VMClusterOperation: rolling restart of vmstorage, each Pod once, one at a time; operator killed, pause, resume, cancel", storyRollingRestart)
 	t.Run("17 restore a ClusterBackup into its vmcluster, operator killed midway: exactly the backed-up samples", storyRestore)
 	t.Run("18 migration: a new vmcluster restored from another vmcluster's backup serves the same samples", storyMigrate)

@@ -19,10 +19,11 @@ import (
 // replicas is scaled to 5 and back down to 2 by VMClusterOperations
 // through the REST API. Each vmstorage step is one replica; the steps'
 // timestamps in status show they ran one after another, in the planned
-// order. A target below replicationFactor is refused naming its field.
-// The 10,000 samples written before the first operation are all still
-// readable at the end (every sample had a copy on vmstorage-0 or -1, the
-// replicas that remain).
+// order. A target below replicationFactor is refused naming its field, and
+// so is 5 → 2 (it removes 3 replicas, replicationFactor or more, in one
+// operation) until acknowledge_replication_risk is set. The 10,000 samples
+// written at 3 replicas are all still readable at the end (every sample
+// had a copy on vmstorage-0 or -1, the replicas that remain).
 func storyScaling(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -52,7 +53,12 @@ func storyScaling(t *testing.T) {
 	expectSteps(t, up, "vmstorage 3>4", "vmstorage 4>5")
 	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-"+name, 5) }, time.Minute, time.Second).Should(Succeed())
 
-	down := runOperation(t, base, map[string]any{"type": "HorizontalScaling", "horizontal_scaling": map[string]any{"vmstorage": 2}})
+	// Removing replicationFactor or more replicas at once: refused
+	// without the acknowledgement.
+	code, body = call(t, http.MethodPost, base+"/operations", map[string]any{"type": "HorizontalScaling", "horizontal_scaling": map[string]any{"vmstorage": 2}})
+	g.Expect(code).To(Equal(http.StatusBadRequest), "%v", body)
+	g.Expect(fmt.Sprint(body)).To(And(ContainSubstring("horizontal_scaling.vmstorage"), ContainSubstring("removes 3 replicas in one operation")))
+	down := runOperation(t, base, map[string]any{"type": "HorizontalScaling", "horizontal_scaling": map[string]any{"vmstorage": 2}, "acknowledge_replication_risk": true})
 	expectSteps(t, down, "vmstorage 5>4", "vmstorage 4>3", "vmstorage 3>2")
 	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-"+name, 2) }, time.Minute, time.Second).Should(Succeed())
 	after := waitVMCluster(t, name, "RUNNING", time.Minute)

@@ -143,7 +143,7 @@ func fields(t *testing.T, b []byte) map[string]string {
 // Every refused request names its field and creates nothing.
 func TestCreateRefusalsNameTheirField(t *testing.T) {
 	a := newAPI(t)
-	id := a.vmcluster("refusals", `{"replicationFactor":2}`)
+	id := a.vmcluster("refusals", `{"replicationFactor":2,"vmstorage":{"replicaCount":5}}`)
 	cases := []struct{ name, body, field, words string }{
 		{"no type", `{}`, "type", "is required"},
 		{"unknown type", `{"type":"Upgrade"}`, "type", "must be one of"},
@@ -158,7 +158,8 @@ func TestCreateRefusalsNameTheirField(t *testing.T) {
 		{"restart twice", `{"type":"Restart","restart":{"components":["vmstorage","vmstorage"]}}`, "restart.components[1]", "listed twice"},
 		{"order unknown", `{"type":"Restart","restart":{"components":["vmstorage"]},"order":["vmauth"]}`, "order[0]", "must be one of"},
 		{"step timeout", `{"type":"Restart","restart":{"components":["vmstorage"]},"step_timeout":"10s"}`, "step_timeout", "between 1m and 6h"},
-		{"below replicationFactor", `{"type":"HorizontalScaling","horizontal_scaling":{"vmstorage":1}}`, "horizontal_scaling.vmstorage", opsv1.ReplicationRiskProblem(1, 2, false)},
+		{"below replicationFactor", `{"type":"HorizontalScaling","horizontal_scaling":{"vmstorage":1}}`, "horizontal_scaling.vmstorage", opsv1.ReplicationRiskProblem(5, 1, 2, false)},
+		{"removing replicationFactor replicas at once", `{"type":"HorizontalScaling","horizontal_scaling":{"vmstorage":3}}`, "horizontal_scaling.vmstorage", opsv1.ReplicationRiskProblem(5, 3, 2, false)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,6 +171,13 @@ func TestCreateRefusalsNameTheirField(t *testing.T) {
 			g.Expect(f[tc.field]).To(ContainSubstring(tc.words))
 			g.Expect(a.count()).To(BeZero())
 		})
+	}
+	// Fewer than replicationFactor replicas at once, or acknowledged, is
+	// accepted.
+	for _, body := range []string{`{"type":"HorizontalScaling","horizontal_scaling":{"vmstorage":4}}`,
+		`{"type":"HorizontalScaling","horizontal_scaling":{"vmstorage":3},"acknowledge_replication_risk":true}`} {
+		code, b := a.do(http.MethodPost, a.path(id)+"?dry_run=true", body, nil)
+		NewWithT(t).Expect(code).To(Equal(http.StatusOK), "%s: %s", body, b)
 	}
 }
 

@@ -74,17 +74,23 @@ func (s *Service) target(ctx context.Context, vmclusterID string) (target, vmclu
 	return targetOf(v), v, nil
 }
 
-// replicationFactor reads replicationFactor from the values Helm applies
-// (1 when unset).
-func replicationFactor(v vmclusters.VMCluster) int32 {
+// replication reads vmstorage.replicaCount (0 when unknown) and
+// replicationFactor (1 when unset) from the values Helm applies.
+func replication(v vmclusters.VMCluster) (storage, factor int32) {
 	var values map[string]any
 	if len(v.Values) == 0 || json.Unmarshal(v.Values, &values) != nil {
-		return 1
+		return 0, 1
 	}
+	factor = 1
 	if n, ok := int32Of(values["replicationFactor"]); ok && n > 0 {
-		return n
+		factor = n
 	}
-	return 1
+	if s, ok := values["vmstorage"].(map[string]any); ok {
+		if n, ok := int32Of(s["replicaCount"]); ok && n > 0 {
+			storage = n
+		}
+	}
+	return storage, factor
 }
 
 // Create creates (or with dryRun only renders) an operation on a
@@ -104,7 +110,8 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 			"vmcluster %q runs in namespace %s, but operations are created in %s: an operation may only target a vmcluster in its own namespace", t.Name, t.Namespace, s.Namespace)
 	}
 	if h := req.HorizontalScaling; h != nil && h.VMStorage != nil {
-		if p := opsv1.ReplicationRiskProblem(int32(*h.VMStorage), replicationFactor(v), req.AcknowledgeReplicationRisk); p != "" {
+		storage, factor := replication(v)
+		if p := opsv1.ReplicationRiskProblem(storage, int32(*h.VMStorage), factor, req.AcknowledgeReplicationRisk); p != "" {
 			return nil, false, apierror.InvalidArgument("the operation request is refused", apierror.Violation("horizontal_scaling.vmstorage", "%s", p))
 		}
 	}

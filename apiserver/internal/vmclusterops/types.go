@@ -33,7 +33,8 @@ type Request struct {
 	Restart *Restart `json:"restart,omitempty"`
 	// Order is an explicit component order.
 	Order []string `json:"order,omitempty"`
-	// AcknowledgeReplicationRisk allows vmstorage below replicationFactor.
+	// AcknowledgeReplicationRisk allows vmstorage below replicationFactor,
+	// or removing replicationFactor or more vmstorage replicas at once.
 	AcknowledgeReplicationRisk bool `json:"acknowledge_replication_risk,omitempty"`
 	// StepTimeout is a duration such as "15m", 1m to 6h.
 	StepTimeout string `json:"step_timeout,omitempty"`

@@ -20,7 +20,8 @@ import (
 // REST API refuses at request time, written as the VMClusterOperation a
 // user would commit (camelCase fields), is refused by the API server's
 // admission naming the same field. The one rule admission cannot know — a
-// vmstorage target below the VMCluster's replicationFactor — is
+// vmstorage target below the VMCluster's replicationFactor, or one that
+// removes replicationFactor or more replicas in one operation — is
 // ops-operator's preflight, with the REST API's words (both are
 // opsv1.ReplicationRiskProblem; operator/internal/controller/vmclusterop
 // TestReplicationRiskAndOneAtATime, apiserver/internal/vmclusterops

@@ -122,9 +122,11 @@ type VMClusterOperationSpec struct {
 	Order []VMClusterComponent `json:"order,omitempty"`
 
 	// AcknowledgeReplicationRisk allows scaling vmstorage below the
-	// VMCluster's replicationFactor: samples then lose copies, and the ones
-	// whose every copy was on a removed node are no longer readable.
-	// Without it such an operation is refused (reason InvalidSpec).
+	// VMCluster's replicationFactor, or removing replicationFactor or more
+	// vmstorage replicas in one operation: VictoriaMetrics does not
+	// rebalance, so the samples whose every copy was on a removed node are
+	// no longer readable. Without it such an operation is refused (reason
+	// InvalidSpec).
 	// +optional
 	AcknowledgeReplicationRisk bool `json:"acknowledgeReplicationRisk,omitempty"`
 
@@ -459,13 +461,24 @@ type VMClusterOperationList struct {
 	Items []VMClusterOperation `json:"items"`
 }
 
-// ReplicationRiskProblem is the one refusal of a vmstorage scale-down
-// below replicationFactor, shared by the REST API (a 400 on field) and
-// ops-operator's preflight (reason InvalidSpec), so both say the same.
-// It returns "" when target is fine or acknowledged.
-func ReplicationRiskProblem(target, replicationFactor int32, acknowledged bool) string {
-	if acknowledged || target >= replicationFactor {
+// ReplicationRiskProblem is the one refusal of a risky vmstorage
+// scale-down, shared by the REST API (a 400 on field) and ops-operator's
+// preflight (reason InvalidSpec), so both say the same. A scale-down from
+// current to target replicas is risky when target is below
+// replicationFactor, or when it removes replicationFactor or more replicas
+// in one operation: VictoriaMetrics does not rebalance, so the samples
+// whose every copy sits on the removed replicas are no longer readable.
+// current 0 means unknown (only the first rule applies). It returns ""
+// when the scale-down is fine or acknowledged.
+func ReplicationRiskProblem(current, target, replicationFactor int32, acknowledged bool) string {
+	const ack = "set acknowledgeReplicationRisk (REST: acknowledge_replication_risk) to do it anyway"
+	switch {
+	case acknowledged:
 		return ""
+	case target < replicationFactor:
+		return fmt.Sprintf("%d vmstorage replicas is below the vmcluster's replicationFactor %d: samples lose copies and the ones whose every copy is on a removed node are no longer readable; %s", target, replicationFactor, ack)
+	case current > 0 && current-target >= replicationFactor:
+		return fmt.Sprintf("scaling vmstorage from %d to %d replicas removes %d replicas in one operation, as many as or more than the vmcluster's replicationFactor %d: VictoriaMetrics does not rebalance, so the samples whose every copy is on a removed node are no longer readable; remove fewer than %d replicas per operation, or %s", current, target, current-target, replicationFactor, replicationFactor, ack)
 	}
-	return fmt.Sprintf("%d vmstorage replicas is below the vmcluster's replicationFactor %d: samples lose copies and the ones whose every copy is on a removed node are no longer readable; set acknowledgeReplicationRisk (REST: acknowledge_replication_risk) to do it anyway", target, replicationFactor)
+	return ""
 }

@@ -74,25 +74,30 @@ func TestScaleUpInOrder(t *testing.T) {
 		ContainSubstring(`"replicationFactor":2`)))
 }
 
-// A vmstorage scale-down below replicationFactor is refused by the
-// preflight (the same words as the REST API's 400), unless acknowledged;
-// a second operation of the same VMCluster waits for the first.
+// A vmstorage scale-down below replicationFactor, or one removing
+// replicationFactor or more replicas at once, is refused by the preflight
+// (the same words as the REST API's 400), unless acknowledged; a second
+// operation of the same VMCluster waits for the first.
 func TestReplicationRiskAndOneAtATime(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	c := newCluster(t, 3, 2)
+	c := newCluster(t, 4, 2)
 	g.Expect(env.Client.Create(ctx, scaleOp(c.ns, "too-few", 1, nil))).To(Succeed())
+	g.Expect(env.Client.Create(ctx, scaleOp(c.ns, "too-many-at-once", 2, nil))).To(Succeed())
 	startOperator(t, c.ns)
-	g.Eventually(func(g Gomega) {
-		got := getOp(g, c.ns, "too-few")
-		g.Expect(got.Status.Phase).To(Equal(opsv1.OperationPhaseFailed))
-		g.Expect(got.Status.Conditions).To(ContainElement(And(
-			HaveField("Type", opsv1.ReadyCondition), HaveField("Reason", opsv1.InvalidSpecReason),
-			HaveField("Message", "spec.horizontalScaling.vmstorage: "+opsv1.ReplicationRiskProblem(1, 2, false)))))
-		g.Expect(got.Status.Steps).To(BeEmpty())
-	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	for name, target := range map[string]int32{"too-few": 1, "too-many-at-once": 2} {
+		g.Eventually(func(g Gomega) {
+			got := getOp(g, c.ns, name)
+			g.Expect(got.Status.Phase).To(Equal(opsv1.OperationPhaseFailed))
+			g.Expect(got.Status.Conditions).To(ContainElement(And(
+				HaveField("Type", opsv1.ReadyCondition), HaveField("Reason", opsv1.InvalidSpecReason),
+				HaveField("Message", "spec.horizontalScaling.vmstorage: "+opsv1.ReplicationRiskProblem(4, target, 2, false)))))
+			g.Expect(got.Status.Steps).To(BeEmpty())
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	}
+	g.Expect(opsv1.ReplicationRiskProblem(4, 2, 2, false)).To(ContainSubstring("removes 2 replicas in one operation"))
 
-	first := scaleOp(c.ns, "first", 4, func(o *opsv1.VMClusterOperation) { o.Spec.Paused = true })
+	first := scaleOp(c.ns, "first", 5, func(o *opsv1.VMClusterOperation) { o.Spec.Paused = true })
 	g.Expect(env.Client.Create(ctx, first)).To(Succeed())
 	g.Eventually(func(g Gomega) { g.Expect(getOp(g, c.ns, "first").Status.Phase).To(Equal(opsv1.OperationPhasePaused)) }, 30*time.Second).Should(Succeed())
 	second := scaleOp(c.ns, "second", 2, func(o *opsv1.VMClusterOperation) { o.Spec.AcknowledgeReplicationRisk = true })
@@ -116,7 +121,7 @@ func TestReplicationRiskAndOneAtATime(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := getOp(g, c.ns, "second")
 		g.Expect(got.Status.Phase).To(Equal(opsv1.OperationPhaseSucceeded), "status: %+v", got.Status)
-		g.Expect(got.Status.Steps).To(HaveLen(1))
+		g.Expect(got.Status.Steps).To(HaveLen(2), "4 > 3 > 2, acknowledged")
 	}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
 }
 

@@ -90,7 +90,7 @@ func (r *Reconciler) preflight(ctx context.Context, op *opsv1.VMClusterOperation
 		}
 	}
 	if t := op.Spec.HorizontalScaling.Replicas(opsv1.ComponentVMStorage); t != nil {
-		if p := opsv1.ReplicationRiskProblem(*t, cur.ReplicationFactor, op.Spec.AcknowledgeReplicationRisk); p != "" {
+		if p := opsv1.ReplicationRiskProblem(cur.Replicas[opsv1.ComponentVMStorage], *t, cur.ReplicationFactor, op.Spec.AcknowledgeReplicationRisk); p != "" {
 			return "spec.horizontalScaling.vmstorage: " + p, opsv1.InvalidSpecReason, cur, nil
 		}
 	}
