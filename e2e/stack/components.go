@@ -191,6 +191,8 @@ func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
 		"--enable-mock-cloud",
 		"--backup-fs-roots=" + s.BackupRoot(),
 		"--backup-destination=fs://" + s.BackupRoot(),
+		// ops-operator runs its local backup runner here, which restores.
+		"--restores-enabled",
 	}, append(LocalEndpoints(s.ServicesURL()), s.apiServerArgs...)...), nil)
 	if err != nil {
 		return err

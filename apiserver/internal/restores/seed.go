@@ -39,8 +39,8 @@ func (s Seeder) CheckSeed(ctx context.Context, name string, replicas int, id str
 	bad := func(format string, args ...any) error {
 		return apierror.InvalidArgument("the request is invalid", apierror.Violation("restore_from.backup", format, args...))
 	}
-	if s.Svc == nil || s.Svc.Backups == nil {
-		return bad("restoring is not available on this server")
+	if s.Svc == nil || s.Svc.Backups == nil || !s.Svc.Backups.Defaults.RestoresEnabled {
+		return bad("restores are not enabled on this server (backups.restoresEnabled): ops-operator restores only with --backup-runner=local in this version")
 	}
 	// Seeding reads another vmcluster's data: the caller needs the
 	// permission of POST .../restores besides vmclusters create.

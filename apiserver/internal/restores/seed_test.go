@@ -36,7 +36,7 @@ func newSeeder(t *testing.T, objs ...client.Object) (Seeder, client.Client) {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-	bk := &backups.Service{Reader: c, Writer: c, Namespace: "obs", Defaults: config.BackupsConfig{FSRoots: []string{"/backups"}}}
+	bk := &backups.Service{Reader: c, Writer: c, Namespace: "obs", Defaults: config.BackupsConfig{FSRoots: []string{"/backups"}, RestoresEnabled: true}}
 	return Seeder{Svc: &Service{Backups: bk}, Namespace: "obs"}, c
 }
 

@@ -40,6 +40,21 @@ type Service struct {
 	Backups *backups.Service
 }
 
+// ReasonRestoresUnavailable: this server does not accept restores
+// (backups.restoresEnabled is off).
+const ReasonRestoresUnavailable = "RESTORES_UNAVAILABLE"
+
+// available refuses a restore when the server does not accept them: a
+// 400 that creates nothing, rather than a ClusterRestore the operator
+// would fail (restores run only with its local runner in this version).
+func (s *Service) available() error {
+	if s.Backups == nil || !s.Backups.Defaults.RestoresEnabled {
+		return apierror.FailedPrecondition(ReasonRestoresUnavailable,
+			"restores are not enabled on this server (backups.restoresEnabled): ops-operator restores only with --backup-runner=local in this version; see docs/backups.md for the manual restore")
+	}
+	return nil
+}
+
 type target struct {
 	ID, Name, Namespace, Release string
 }
@@ -150,6 +165,9 @@ func toMapping(in []Mapping) []opsv1.ReplicaMapping {
 // retry returns the restore the first attempt created (created false), a
 // different request with the same key is a 409.
 func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, key string) (Restore, bool, error) {
+	if err := s.available(); err != nil {
+		return Restore{}, false, err
+	}
 	t, err := s.target(ctx, vmclusterID)
 	if err != nil {
 		return Restore{}, false, err

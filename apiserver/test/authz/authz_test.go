@@ -117,6 +117,7 @@ func start(t *testing.T) *fixture {
 	cfg.Backups.Namespace = ns
 	cfg.Backups.Destination = "fs:///var/backups/vm"
 	cfg.Backups.FSRoots = []string{"/var/backups"}
+	cfg.Backups.RestoresEnabled = true
 	root, err := testenv.RepoRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	cfg.Chart.LocalDir = filepath.Join(root, "deploy", "charts", "vmcluster")
