@@ -5,8 +5,7 @@
 // removed here with the official AWS SDK (aws-sdk-go-v2): every object
 // under each replica's path is listed (ListObjectsV2) and deleted
 // (DeleteObjects, 1,000 at a time); gs:// with Google's Cloud Storage JSON
-// API client (gcs.go). azblob:// is not supported yet: the data is kept and
-// the caller says so.
+// API client (gcs.go); azblob:// with the Azure SDK's azblob (azblob.go).
 package backupdata
 
 import (
@@ -47,11 +46,15 @@ type Options struct {
 	// GCSEndpoint overrides the Cloud Storage endpoint (an emulator;
 	// without credentials, no authentication); empty: Google's.
 	GCSEndpoint string
+	// AzureEndpoint overrides the Blob service URL, account included
+	// (an emulator: http://127.0.0.1:10000/<account>); empty:
+	// https://<account>.<AZURE_STORAGE_DOMAIN or blob.core.windows.net>/.
+	AzureEndpoint string
 }
 
 // Supported reports whether Remove can delete data at destination url.
 func Supported(u string) bool {
-	return strings.HasPrefix(u, "s3://") || strings.HasPrefix(u, "gs://")
+	return strings.HasPrefix(u, "s3://") || strings.HasPrefix(u, "gs://") || strings.HasPrefix(u, "azblob://")
 }
 
 // Remove deletes every object below each of dirs (replica destinations,
@@ -69,6 +72,14 @@ func Remove(ctx context.Context, dirs []string, creds Credentials, o Options) (i
 		}
 		if strings.HasPrefix(d, "gs://") {
 			n, err := removeGCS(ctx, bucket, prefix, creds, o)
+			total += n
+			if err != nil {
+				return total, err
+			}
+			continue
+		}
+		if strings.HasPrefix(d, "azblob://") {
+			n, err := removeAzure(ctx, bucket, prefix, creds, o)
 			total += n
 			if err != nil {
 				return total, err

@@ -59,6 +59,6 @@ func TestRemoveS3Errors(t *testing.T) {
 
 	_, err = Remove(context.Background(), []string{"s3://o11y"}, Credentials{}, Options{S3Endpoint: endpoint})
 	g.Expect(err).To(MatchError(ContainSubstring("not a path below a bucket")))
-	_, err = Remove(context.Background(), []string{"azblob://c/p"}, Credentials{}, Options{})
+	_, err = Remove(context.Background(), []string{"oss://c/p"}, Credentials{}, Options{})
 	g.Expect(err).To(MatchError(ErrUnsupported))
 }

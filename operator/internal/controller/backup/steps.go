@@ -529,9 +529,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, b *opsv1.ClusterBackup
 // deleteData removes what the backup wrote, for deletionPolicy Delete
 // (whether the backup was deleted by hand or by a schedule's retention):
 // fs:// destinations the operator can see (a runner sharing its
-// filesystem) here, s3:// through package backupdata with the
-// destination's credentials. Elsewhere the data is kept and a Warning
-// event says so. An object-store error is returned (the deletion is
+// filesystem) here, s3://, gs:// and azblob:// through package backupdata
+// with the destination's credentials. fs:// data ops-operator cannot see is
+// kept and a DataRetained Warning says so. An object-store error is returned (the deletion is
 // retried) until SnapshotTimeout after the deletion was requested; then
 // the data is left with a DataDeleteFailed Warning.
 func (r *Reconciler) deleteData(ctx context.Context, b *opsv1.ClusterBackup) error {
@@ -551,10 +551,17 @@ func (r *Reconciler) deleteData(ctx context.Context, b *opsv1.ClusterBackup) err
 	if !isFS && backupdata.Supported(b.Spec.Destination.URL) {
 		return r.deleteObjectData(ctx, b, dirs)
 	}
-	if !isFS || !sharesFilesystem(r.Options.Runner) {
+	if !isFS {
+		// A scheme the CRD refuses (s3, gs, azblob and fs are all there is).
 		r.event(b, corev1.EventTypeWarning, "DataRetained",
-			"deletionPolicy Delete: removing backups from %s is not supported by ops-operator yet; the data under %s was kept",
+			"deletionPolicy Delete: removing backups from %s is not supported by ops-operator; the data under %s was kept",
 			strings.SplitN(b.Spec.Destination.URL, "://", 2)[0]+"://", b.Spec.Destination.URL)
+		return nil
+	}
+	if !sharesFilesystem(r.Options.Runner) {
+		r.event(b, corev1.EventTypeWarning, "DataRetained",
+			"deletionPolicy Delete: the fs:// data under %s is on the backup Jobs' volume, not on ops-operator's filesystem; it was kept",
+			b.Spec.Destination.URL)
 		return nil
 	}
 	for _, d := range dirs {
