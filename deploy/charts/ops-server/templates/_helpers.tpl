@@ -103,6 +103,9 @@ and FluxArgs): e2e/deploy checks it.
 */}}
 {{- define "ops-server.fluxCommonArgs" -}}
 - --watch-all-namespaces={{ .Values.flux.watchAllNamespaces }}
+{{- with .Values.flux.shard }}
+- --watch-label-selector=sharding.fluxcd.io/key={{ . }}
+{{- end }}
 - --requeue-dependency={{ .Values.flux.requeueDependency }}
 - --log-level={{ .Values.flux.logLevel }}
 - --log-encoding={{ .Values.flux.logEncoding }}
