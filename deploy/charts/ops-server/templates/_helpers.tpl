@@ -52,6 +52,16 @@ app.kubernetes.io/component: {{ .component }}
 {{- default .Release.Namespace .Values.vmclusterNamespace }}
 {{- end }}
 
+{{/* Namespaces of ops-operator's Jobs and pod logs, as a JSON array:
+operator.managedNamespaces, or the vmcluster namespace and observability. */}}
+{{- define "ops-server.operatorManagedNamespaces" -}}
+{{- $ns := .Values.operator.managedNamespaces -}}
+{{- if not $ns -}}
+{{- $ns = list (include "ops-server.vmclusterNamespace" .) "observability" -}}
+{{- end -}}
+{{- $ns | uniq | toJson -}}
+{{- end }}
+
 {{- define "ops-server.serverServiceAccountName" -}}
 {{- if .Values.apiserver.serviceAccount.create }}
 {{- default (include "ops-server.fullname" .) .Values.apiserver.serviceAccount.name }}
