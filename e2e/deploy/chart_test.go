@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/providers"
 	"github.com/tidbcloud/ops-server/operator/testenv"
 
@@ -282,8 +283,14 @@ func TestServerPodShape(t *testing.T) {
 			g.Expect(src["storage-addr"]).To(HavePrefix("127.0.0.1:"))
 			g.Expect(src["storage-adv-addr"]).To(Equal(src["storage-addr"]))
 			g.Expect(ports).NotTo(HaveKey(portOf(t, src["storage-addr"])), "the storage port must not clash with a container port")
-			g.Expect(keys(src)).To(Equal(harnessFlagNames(t, []string{"storage-path", "storage-addr", "storage-adv-addr", "metrics-addr", "health-addr", "watch-all-namespaces"}, testenv.FluxArgs.Source)))
-			g.Expect(keys(helm)).To(Equal(harnessFlagNames(t, []string{"metrics-addr", "health-addr", "watch-all-namespaces"}, testenv.FluxArgs.Helm)))
+			g.Expect(keys(src)).To(Equal(harnessFlagNames(t, []string{"storage-path", "storage-addr", "storage-adv-addr", "metrics-addr", "health-addr", "watch-all-namespaces", "watch-label-selector"}, testenv.FluxArgs.Source)))
+			g.Expect(keys(helm)).To(Equal(harnessFlagNames(t, []string{"metrics-addr", "health-addr", "watch-all-namespaces", "watch-label-selector"}, testenv.FluxArgs.Helm)))
+			// Flux sharding: both watch ops-server's shard only, the one
+			// ops-apiserver labels its objects with.
+			shard := opsv1.FluxShardLabel + "=" + opsv1.DefaultFluxShard
+			g.Expect(src["watch-label-selector"]).To(Equal(shard))
+			g.Expect(helm["watch-label-selector"]).To(Equal(shard))
+			g.Expect(cfg).To(HaveKeyWithValue("flux", HaveKeyWithValue("shard", opsv1.DefaultFluxShard)))
 			for name, args := range map[string]struct {
 				chart   map[string]string
 				harness []string
@@ -320,6 +327,10 @@ func TestOperatorDeployment(t *testing.T) {
 		g.Expect(args).To(HaveKeyWithValue("leader-elect", "true"), tc.name)
 		g.Expect(args).To(HaveKeyWithValue("leader-election-namespace", "$(POD_NAMESPACE)"), tc.name)
 		g.Expect(pod.ServiceAccountName).To(Equal("ops-server-operator"), tc.name)
+		if _, bootstraps := args["bootstrap-chart-repository"]; bootstraps {
+			// The ObservabilityStack's Flux objects are in ops-server's shard.
+			g.Expect(args).To(HaveKeyWithValue("flux-shard", opsv1.DefaultFluxShard), tc.name)
+		}
 		if tc.name == "values-eks.yaml" {
 			g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
 			sa := find(t, res.Objects, "ServiceAccount", "ops-server-operator")

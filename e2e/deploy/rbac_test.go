@@ -290,6 +290,32 @@ func TestOperatorRBACCoversItsCalls(t *testing.T) {
 	authorized(g, op.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{}), "get job")
 	authorized(g, op.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)), "delete job")
 
+	// Jobs and pod logs only in the managed namespaces
+	// (operator.managedNamespaces; by default the vmcluster namespace and
+	// observability), through Roles: allowed in observability as well,
+	// forbidden in any other namespace.
+	newJob := func(namespace, name string) *batchv1.Job {
+		return &batchv1.Job{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "vmbackup", Image: "victoriametrics/vmbackup"}},
+			}}},
+		}
+	}
+	obsJob := newJob("observability", "vmbackup-"+ns)
+	authorized(g, op.Create(ctx, obsJob), "create job in observability")
+	authorized(g, op.Delete(ctx, obsJob, client.PropagationPolicy(metav1.DeletePropagationBackground)), "delete job in observability")
+	_, err = logs.CoreV1().Pods("observability").GetLogs("vmbackup-absent", &corev1.PodLogOptions{}).DoRaw(ctx)
+	authorized(g, err, "get pods/log in observability")
+	unmanaged := env.NewNamespace(t)
+	strayJob := newJob(unmanaged, "vmbackup")
+	forbidden(g, op.Create(ctx, strayJob), "create job in an unmanaged namespace")
+	forbidden(g, op.Get(ctx, client.ObjectKeyFromObject(strayJob), &batchv1.Job{}), "get job in an unmanaged namespace")
+	forbidden(g, op.Delete(ctx, strayJob), "delete job in an unmanaged namespace")
+	_, err = logs.CoreV1().Pods(unmanaged).GetLogs("vmbackup-absent", &corev1.PodLogOptions{}).DoRaw(ctx)
+	forbidden(g, err, "get pods/log in an unmanaged namespace")
+
 	// Events: events.k8s.io (the manager's recorder) and core (leader
 	// election).
 	now := metav1.NowMicro()

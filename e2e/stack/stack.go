@@ -151,7 +151,8 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		return s, err
 	}
 	s.step("Starting Flux source-controller and helm-controller")
-	if s.Flux, err = s.Env.StartFlux(ctx, testenv.FluxOptions{}); err != nil {
+	// ops-server's shard, as the chart runs the sidecars (flux.shard).
+	if s.Flux, err = s.Env.StartFlux(ctx, testenv.FluxOptions{LabelSelector: opsv1.FluxShardLabel + "=" + opsv1.DefaultFluxShard}); err != nil {
 		return s, err
 	}
 	s.step("Starting the VictoriaMetrics operator")

@@ -27,6 +27,14 @@ type FluxOptions struct {
 	Namespace string
 	// ExtraHelmArgs are appended to the helm-controller arguments.
 	ExtraHelmArgs []string
+	// LabelSelector is both controllers' --watch-label-selector (Flux
+	// sharding): ops-server's pair watches
+	// sharding.fluxcd.io/key=<shard>, a customer's Flux customarily
+	// !sharding.fluxcd.io/key. Empty: every object.
+	LabelSelector string
+	// Name tells a second pair apart: its logs and artifact storage go to
+	// a subdirectory of that name. Empty: the environment's directory.
+	Name string
 }
 
 // FluxArgs are the flags the local harness (and `make dev`) passes to each
@@ -48,7 +56,8 @@ func (e *Environment) StartFlux(ctx context.Context, opts FluxOptions) (*Flux, e
 		}
 		ports[i] = p
 	}
-	storage := filepath.Join(e.Dir, "source-storage")
+	dir := filepath.Join(e.Dir, opts.Name)
+	storage := filepath.Join(dir, "source-storage")
 	if err := os.MkdirAll(storage, 0o755); err != nil {
 		return nil, err
 	}
@@ -58,25 +67,29 @@ func (e *Environment) StartFlux(ctx context.Context, opts FluxOptions) (*Flux, e
 	if opts.Namespace != "" {
 		watch = "--watch-all-namespaces=false"
 	}
+	var selector []string
+	if opts.LabelSelector != "" {
+		selector = []string{"--watch-label-selector=" + opts.LabelSelector}
+	}
 
 	sourceHealth := fmt.Sprintf("127.0.0.1:%d", ports[1])
-	src, err := StartProcess("source-controller", e.Dir, append([]string{
+	src, err := StartProcess("source-controller", dir, append(append([]string{
 		"--storage-path=" + storage,
 		"--storage-addr=" + storageAddr,
 		"--storage-adv-addr=" + storageAddr,
 		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", ports[2]),
 		"--health-addr=" + sourceHealth,
 		watch,
-	}, FluxArgs.Source...), env)
+	}, FluxArgs.Source...), selector...), env)
 	if err != nil {
 		return nil, err
 	}
 	helmHealth := fmt.Sprintf("127.0.0.1:%d", ports[3])
-	helm, err := StartProcess("helm-controller", e.Dir, append(append([]string{
+	helm, err := StartProcess("helm-controller", dir, append(append(append([]string{
 		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", ports[4]),
 		"--health-addr=" + helmHealth,
 		watch,
-	}, FluxArgs.Helm...), opts.ExtraHelmArgs...), env)
+	}, FluxArgs.Helm...), selector...), opts.ExtraHelmArgs...), env)
 	if err != nil {
 		_ = src.Stop(5 * time.Second)
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
 func TestLookup(t *testing.T) {
@@ -65,7 +66,9 @@ func TestReleaseIsAComponentNotAVMCluster(t *testing.T) {
 	g.Expect(IsManaged(hr)).To(BeTrue())
 	g.Expect(vmclusters.IsManaged(hr)).To(BeFalse(), "vmclusters do not see components")
 	hr.UID = "u"
-	g.Expect(Source(tr, hr, now).Labels).To(Equal(Labels("logs")))
+	g.Expect(Source(tr, hr, now).Labels).To(Equal(opsv1.FluxShardLabels(opsv1.DefaultFluxShard, Labels("logs"))))
+	g.Expect(hr.Labels).To(HaveKeyWithValue(opsv1.FluxShardLabel, opsv1.DefaultFluxShard))
+	g.Expect(hr.Spec.Chart.ObjectMeta.Labels).To(HaveKeyWithValue(opsv1.FluxShardLabel, opsv1.DefaultFluxShard))
 
 	home := Release(tr, CreateRequest{Name: "logs", Chart: "vector", Values: []byte(`{}`)}, "observability", now)
 	g.Expect(home.Spec.TargetNamespace).To(BeEmpty(), "the ops-server namespace is the HelmRelease's own")

@@ -35,7 +35,7 @@ func IsManaged(hr *helmv2.HelmRelease) bool {
 // and, for a namespace other than home, spec.targetNamespace.
 func Release(t vmclusters.Translator, req CreateRequest, home string, now time.Time) *helmv2.HelmRelease {
 	hr := t.Release(vmclusters.CreateRequest{Name: req.Name, Values: req.Values, Version: req.Version}, now)
-	hr.Labels = Labels(req.Name)
+	hr.Labels = t.ObjectLabels(Labels(req.Name))
 	if req.IdempotencyKey != "" {
 		hr.Annotations[AnnotationIdempotencyKey] = req.IdempotencyKey
 	}
@@ -48,7 +48,7 @@ func Release(t vmclusters.Translator, req CreateRequest, home string, now time.T
 // Source builds the HelmRepository of the component of hr.
 func Source(t vmclusters.Translator, hr *helmv2.HelmRelease, now time.Time) *sourcev1.HelmRepository {
 	repo := t.Source(hr, now)
-	repo.Labels = Labels(hr.Name)
+	repo.Labels = t.ObjectLabels(Labels(hr.Name))
 	return repo
 }
 

@@ -354,6 +354,11 @@ type FluxConfig struct {
 	DisableWait bool `json:"disableWait"`
 	// MaxHistory is the number of Helm release revisions kept.
 	MaxHistory int `json:"maxHistory"`
+	// Shard is the value of the sharding.fluxcd.io/key label on every Flux
+	// object ops-server creates; ops-server's Flux controllers watch only
+	// that shard (docs/install.md, "Installing next to an existing Flux").
+	// Empty: no label.
+	Shard string `json:"shard"`
 }
 
 // Default returns the default configuration.
@@ -398,6 +403,7 @@ func Default() *Config {
 			InstallRetries:  3,
 			UpgradeRetries:  3,
 			MaxHistory:      5,
+			Shard:           opsv1.DefaultFluxShard,
 		},
 	}
 }
@@ -578,6 +584,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Flux.UpgradeRetries, "flux-upgrade-retries", c.Flux.UpgradeRetries, "Upgrade retries (a failed upgrade is rolled back before the next attempt); -1 is unlimited.")
 	fs.BoolVar(&c.Flux.DisableWait, "flux-disable-wait", c.Flux.DisableWait, "Do not wait for workloads to become ready after install and upgrade.")
 	fs.IntVar(&c.Flux.MaxHistory, "flux-max-history", c.Flux.MaxHistory, "Helm release revisions kept.")
+	fs.StringVar(&c.Flux.Shard, "flux-shard", c.Flux.Shard, "Value of the sharding.fluxcd.io/key label on every Flux object ops-server creates (its Flux controllers watch only this shard); empty: no label.")
 
 	fs.StringVar(&c.Upgrades.Namespace, "upgrade-namespace", c.Upgrades.Namespace, "Namespace of the ClusterUpgradeOperation objects.")
 	fs.StringVar(&c.Upgrades.CloudConfig, "cloud-config", c.Upgrades.CloudConfig, "Cloud providers' configuration file (see docs/providers); empty enables no real cloud.")
@@ -762,6 +769,9 @@ func (c *Config) Validate() error {
 	}
 	if f.MaxHistory < 0 {
 		add("flux.maxHistory must not be negative")
+	}
+	if msgs := validation.IsValidLabelValue(f.Shard); len(msgs) > 0 {
+		add("flux.shard %q: %s", f.Shard, strings.Join(msgs, "; "))
 	}
 	errs = append(errs, c.Backups.validate()...)
 	if c.Auth.CacheTTL.Duration < 0 || c.Auth.CacheTTL.Duration > 10*time.Minute {

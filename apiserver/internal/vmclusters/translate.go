@@ -112,6 +112,13 @@ func Labels(name string) map[string]string {
 	return map[string]string{LabelManagedBy: ManagedBy, LabelVMCluster: name}
 }
 
+// ObjectLabels are l with the Flux shard label of t's configuration:
+// the labels of every Flux object ops-server creates, so that its own Flux
+// controllers reconcile them and a customer's Flux does not.
+func (t Translator) ObjectLabels(l map[string]string) map[string]string {
+	return opsv1.FluxShardLabels(t.Flux.Shard, l)
+}
+
 // IsManaged reports whether hr was created by ops-server.
 func IsManaged(hr *helmv2.HelmRelease) bool {
 	return hr.Labels[LabelManagedBy] == ManagedBy && hr.Labels[LabelVMCluster] == hr.Name
@@ -137,13 +144,13 @@ func (t Translator) Release(req CreateRequest, now time.Time) *helmv2.HelmReleas
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        req.Name,
 			Namespace:   t.Namespace,
-			Labels:      Labels(req.Name),
+			Labels:      t.ObjectLabels(Labels(req.Name)),
 			Annotations: map[string]string{meta.ReconcileRequestAnnotation: requestedAt(now)},
 		},
 		Spec: helmv2.HelmReleaseSpec{
 			Interval:    t.Flux.ReleaseInterval,
 			ReleaseName: req.Name,
-			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
+			Chart: &helmv2.HelmChartTemplate{ObjectMeta: t.chartMeta(), Spec: helmv2.HelmChartTemplateSpec{
 				Chart:             t.Chart.Name,
 				Version:           version,
 				ReconcileStrategy: sourcev1.ReconcileStrategyChartVersion,
@@ -174,6 +181,16 @@ func (t Translator) Release(req CreateRequest, now time.Time) *helmv2.HelmReleas
 		hr.Spec.PostRenderers = []helmv2.PostRenderer{t.restoreHold(req.Name)}
 	}
 	return hr
+}
+
+// chartMeta carries the shard label to the HelmChart helm-controller
+// creates from the HelmRelease (source-controller watches HelmCharts with
+// the same selector).
+func (t Translator) chartMeta() *helmv2.HelmChartTemplateObjectMeta {
+	if t.Flux.Shard == "" {
+		return nil
+	}
+	return &helmv2.HelmChartTemplateObjectMeta{Labels: t.ObjectLabels(nil)}
 }
 
 // restoreHold is the post-renderer that starts every vmstorage Pod of the
@@ -208,7 +225,7 @@ func (t Translator) Source(hr *helmv2.HelmRelease, now time.Time) *sourcev1.Helm
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        hr.Name,
 			Namespace:   hr.Namespace,
-			Labels:      Labels(hr.Name),
+			Labels:      t.ObjectLabels(Labels(hr.Name)),
 			Annotations: map[string]string{meta.ReconcileRequestAnnotation: requestedAt(now)},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: helmv2.GroupVersion.String(),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
 func testTranslator(t *testing.T, src ChartSource) Translator {
@@ -36,7 +37,13 @@ func TestRelease(t *testing.T) {
 	hr := tr.Release(CreateRequest{Name: "c1", Values: []byte(`{"a":1}`)}, now)
 	g.Expect(hr.Name).To(Equal("c1"))
 	g.Expect(hr.Namespace).To(Equal("obs"))
-	g.Expect(hr.Labels).To(Equal(map[string]string{LabelManagedBy: ManagedBy, LabelVMCluster: "c1"}))
+	// The Flux shard label (docs/install.md, "Installing next to an
+	// existing Flux") on the HelmRelease, its HelmChart and its source.
+	shard := map[string]string{opsv1.FluxShardLabel: opsv1.DefaultFluxShard}
+	g.Expect(hr.Labels).To(Equal(map[string]string{LabelManagedBy: ManagedBy, LabelVMCluster: "c1", opsv1.FluxShardLabel: opsv1.DefaultFluxShard}))
+	g.Expect(hr.Spec.Chart.ObjectMeta).NotTo(BeNil())
+	g.Expect(hr.Spec.Chart.ObjectMeta.Labels).To(Equal(shard))
+	g.Expect(tr.Source(hr, now).Labels).To(HaveKeyWithValue(opsv1.FluxShardLabel, opsv1.DefaultFluxShard))
 	g.Expect(hr.Annotations).To(HaveKeyWithValue(meta.ReconcileRequestAnnotation, "2026-12-01T10:00:00Z"))
 	g.Expect(hr.Spec.ReleaseName).To(Equal("c1"))
 	g.Expect(hr.Spec.Chart.Spec.Chart).To(Equal("vmcluster"))
@@ -55,6 +62,13 @@ func TestRelease(t *testing.T) {
 	g.Expect(hr.Spec.Chart.Spec.Version).To(Equal("0.2.0"))
 	g.Expect(hr.Spec.PostRenderers).To(BeEmpty())
 	g.Expect(HoldsForRestore(hr)).To(BeFalse())
+
+	// Without a shard (flux.shard: ""): no label anywhere.
+	tr.Flux.Shard = ""
+	hr = tr.Release(CreateRequest{Name: "c3", Values: []byte(`{}`)}, now)
+	g.Expect(hr.Labels).To(Equal(Labels("c3")))
+	g.Expect(hr.Spec.Chart.ObjectMeta).To(BeNil())
+	g.Expect(tr.Source(hr, now).Labels).To(Equal(Labels("c3")))
 }
 
 // A vmcluster created from a backup starts held: one post-renderer puts

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/chartrepo"
 	"github.com/tidbcloud/ops-server/operator/testenv"
 )
@@ -73,7 +74,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
-	flux, err = env.StartFlux(context.Background(), testenv.FluxOptions{})
+	// ops-server's pair, sharded as the chart runs it (flux.shard).
+	flux, err = env.StartFlux(context.Background(), testenv.FluxOptions{LabelSelector: opsv1.FluxShardLabel + "=" + opsv1.DefaultFluxShard})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -71,15 +71,15 @@ func TestBakedInChartValues(t *testing.T) {
 	// GitOps: the same values in a HelmRelease applied directly.
 	ctx := context.Background()
 	repo := &sourcev1.HelmRepository{
-		ObjectMeta: metav1.ObjectMeta{Name: "gitops", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "gitops", Namespace: ns, Labels: shardLabels},
 		Spec:       sourcev1.HelmRepositorySpec{URL: s.app.LocalRepositoryURL(), Interval: metav1.Duration{Duration: time.Minute}},
 	}
 	g.Expect(env.Client.Create(ctx, repo)).To(Succeed())
 	hr := &helmv2.HelmRelease{
-		ObjectMeta: metav1.ObjectMeta{Name: "gitops", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "gitops", Namespace: ns, Labels: shardLabels},
 		Spec: helmv2.HelmReleaseSpec{
 			Interval: metav1.Duration{Duration: time.Minute},
-			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
+			Chart: &helmv2.HelmChartTemplate{ObjectMeta: &helmv2.HelmChartTemplateObjectMeta{Labels: shardLabels}, Spec: helmv2.HelmChartTemplateSpec{
 				Chart:     "vmcluster",
 				SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "gitops"},
 			}},

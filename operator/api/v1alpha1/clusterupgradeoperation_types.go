@@ -682,6 +682,13 @@ type ClusterUpgradeOperationStatus struct {
 	// +optional
 	Phase UpgradePhase `json:"phase,omitempty"`
 
+	// Progress is "<finished>/<total>" steps (succeeded, skipped or
+	// failed), e.g. "3/7"; empty until the plan is written.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[0-9]+/[0-9]+$`
+	Progress string `json:"progress,omitempty"`
+
 	// ResolvedTargetVersion is the version the steps upgrade to, fixed by
 	// the preflight: spec.targetVersion, or on ACK the full version it was
 	// resolved to (1.30 → the newest 1.30 version ACK offers the cluster),
@@ -759,6 +766,7 @@ func (s *ClusterUpgradeOperationStatus) Step(id string) *UpgradeStep {
 // +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.cloudProvider`,priority=1
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.targetVersion`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.progress`
 // +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.currentStep`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`

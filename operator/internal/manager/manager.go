@@ -144,6 +144,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Bootstrap.PollInterval, "bootstrap-poll-interval", o.Bootstrap.PollInterval, "How often an ObservabilityStack that is not Ready is looked at again (its HelmReleases are watched as well).")
 	fs.DurationVar(&o.Bootstrap.ReleaseInterval, "bootstrap-release-interval", o.Bootstrap.ReleaseInterval, "spec.interval of the HelmReleases of ObservabilityStacks.")
 	fs.DurationVar(&o.Bootstrap.SourceInterval, "bootstrap-source-interval", o.Bootstrap.SourceInterval, "Interval of the HelmRepository and charts of ObservabilityStacks.")
+	fs.StringVar(&o.Bootstrap.FluxShard, "flux-shard", o.Bootstrap.FluxShard, "Value of the sharding.fluxcd.io/key label on the Flux objects ops-operator creates (ops-server's Flux controllers watch only this shard); empty: no label. Give ops-apiserver the same (flux.shard).")
 	fs.DurationVar(&o.GracefulShutdownTime, "graceful-shutdown-timeout", o.GracefulShutdownTime, "How long to wait for reconciles to finish on shutdown.")
 }
 

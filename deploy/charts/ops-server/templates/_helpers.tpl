@@ -52,6 +52,16 @@ app.kubernetes.io/component: {{ .component }}
 {{- default .Release.Namespace .Values.vmclusterNamespace }}
 {{- end }}
 
+{{/* Namespaces of ops-operator's Jobs and pod logs, as a JSON array:
+operator.managedNamespaces, or the vmcluster namespace and observability. */}}
+{{- define "ops-server.operatorManagedNamespaces" -}}
+{{- $ns := .Values.operator.managedNamespaces -}}
+{{- if not $ns -}}
+{{- $ns = list (include "ops-server.vmclusterNamespace" .) "observability" -}}
+{{- end -}}
+{{- $ns | uniq | toJson -}}
+{{- end }}
+
 {{- define "ops-server.serverServiceAccountName" -}}
 {{- if .Values.apiserver.serviceAccount.create }}
 {{- default (include "ops-server.fullname" .) .Values.apiserver.serviceAccount.name }}
@@ -103,6 +113,9 @@ and FluxArgs): e2e/deploy checks it.
 */}}
 {{- define "ops-server.fluxCommonArgs" -}}
 - --watch-all-namespaces={{ .Values.flux.watchAllNamespaces }}
+{{- with .Values.flux.shard }}
+- --watch-label-selector=sharding.fluxcd.io/key={{ . }}
+{{- end }}
 - --requeue-dependency={{ .Values.flux.requeueDependency }}
 - --log-level={{ .Values.flux.logLevel }}
 - --log-encoding={{ .Values.flux.logEncoding }}

@@ -38,6 +38,9 @@ type Config struct {
 	ReleaseInterval, SourceInterval, Timeout time.Duration
 	// InstallRetries and UpgradeRetries: remediation retries.
 	InstallRetries, UpgradeRetries int
+	// FluxShard is the sharding.fluxcd.io/key label value of the Flux
+	// objects (the HelmChart's too); empty: no label.
+	FluxShard string
 }
 
 // DefaultConfig are the production defaults (RepositoryURL aside).
@@ -48,6 +51,7 @@ func DefaultConfig() Config {
 		Timeout:         10 * time.Minute,
 		InstallRetries:  3,
 		UpgradeRetries:  3,
+		FluxShard:       opsv1.DefaultFluxShard,
 	}
 }
 
@@ -170,10 +174,19 @@ func labels(stack string) map[string]string {
 	return map[string]string{LabelStack: stack}
 }
 
+// chartMeta carries the shard label to the HelmChart helm-controller
+// creates from a HelmRelease.
+func chartMeta(cfg Config) *helmv2.HelmChartTemplateObjectMeta {
+	if cfg.FluxShard == "" {
+		return nil
+	}
+	return &helmv2.HelmChartTemplateObjectMeta{Labels: opsv1.FluxShardLabels(cfg.FluxShard, nil)}
+}
+
 func source(stack *opsv1.ObservabilityStack, cfg Config) *sourcev1.HelmRepository {
 	return &sourcev1.HelmRepository{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sourcev1.GroupVersion.String(), Kind: sourcev1.HelmRepositoryKind},
-		ObjectMeta: metav1.ObjectMeta{Name: SourceName(stack.Name), Namespace: stack.Namespace, Labels: labels(stack.Name)},
+		ObjectMeta: metav1.ObjectMeta{Name: SourceName(stack.Name), Namespace: stack.Namespace, Labels: opsv1.FluxShardLabels(cfg.FluxShard, labels(stack.Name))},
 		Spec: sourcev1.HelmRepositorySpec{
 			URL:      cfg.RepositoryURL,
 			Interval: metav1.Duration{Duration: cfg.SourceInterval},
@@ -191,11 +204,11 @@ func release(stack *opsv1.ObservabilityStack, c opsv1.StackComponent, cfg Config
 	l[LabelComponent] = c.Name
 	hr := &helmv2.HelmRelease{
 		TypeMeta:   metav1.TypeMeta{APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind},
-		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: stack.Namespace, Labels: l},
+		ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: stack.Namespace, Labels: opsv1.FluxShardLabels(cfg.FluxShard, l)},
 		Spec: helmv2.HelmReleaseSpec{
 			Interval:    metav1.Duration{Duration: cfg.ReleaseInterval},
 			ReleaseName: c.Name,
-			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
+			Chart: &helmv2.HelmChartTemplate{ObjectMeta: chartMeta(cfg), Spec: helmv2.HelmChartTemplateSpec{
 				Chart:             c.Chart,
 				Version:           c.Version,
 				ReconcileStrategy: sourcev1.ReconcileStrategyChartVersion,

@@ -156,3 +156,33 @@ func TestReleaseMapsTheComponent(t *testing.T) {
 	g.Expect(p.Source.Name).To(Equal("default-charts"))
 	g.Expect(p.Apply[0].Spec.DependsOn).To(BeEmpty())
 }
+
+// TestFluxShardLabels: with a shard configured (the default), every
+// HelmRelease, its HelmChart (spec.chart.metadata.labels) and the
+// HelmRepository carry sharding.fluxcd.io/key, so only ops-server's Flux
+// controllers reconcile them; without one, nothing is added.
+func TestFluxShardLabels(t *testing.T) {
+	g := NewWithT(t)
+	stack := stackOf(false, comp("vm-operator", "vm-operator"), comp("vmcluster", "vmcluster"))
+	cfg := DefaultConfig()
+	cfg.RepositoryURL = "http://127.0.0.1:8089"
+	p, err := Decide(stack, nil, cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.Apply).NotTo(BeEmpty())
+	for _, hr := range p.Apply {
+		g.Expect(hr.Labels).To(HaveKeyWithValue(opsv1.FluxShardLabel, opsv1.DefaultFluxShard), hr.Name)
+		g.Expect(hr.Labels).To(HaveKeyWithValue(LabelStack, "default"), hr.Name)
+		g.Expect(hr.Spec.Chart.ObjectMeta).NotTo(BeNil(), hr.Name)
+		g.Expect(hr.Spec.Chart.ObjectMeta.Labels).To(Equal(map[string]string{opsv1.FluxShardLabel: opsv1.DefaultFluxShard}), hr.Name)
+	}
+	g.Expect(p.Source.Labels).To(HaveKeyWithValue(opsv1.FluxShardLabel, opsv1.DefaultFluxShard))
+
+	cfg.FluxShard = ""
+	p, err = Decide(stack, nil, cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, hr := range p.Apply {
+		g.Expect(hr.Labels).NotTo(HaveKey(opsv1.FluxShardLabel), hr.Name)
+		g.Expect(hr.Spec.Chart.ObjectMeta).To(BeNil(), hr.Name)
+	}
+	g.Expect(p.Source.Labels).NotTo(HaveKey(opsv1.FluxShardLabel))
+}

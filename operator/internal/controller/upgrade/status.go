@@ -1,6 +1,8 @@
 package upgrade
 
 import (
+	"fmt"
+
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -9,7 +11,7 @@ import (
 )
 
 // summarize derives everything in status that follows from the rest: the
-// current step, what blocks it, the conditions and observedGeneration. It
+// progress, the current step, what blocks it, the conditions and observedGeneration. It
 // is the one place conditions are computed.
 func (r *Reconciler) summarize(s *scope) {
 	op := s.op
@@ -29,6 +31,7 @@ func (r *Reconciler) summarize(s *scope) {
 	// Running with spec.paused means a cloud operation is still in flight:
 	// the phase becomes Paused once it finished (decide picks actPause).
 
+	st.Progress = progress(st.Steps)
 	st.CurrentStep = ""
 	if cur := currentStep(st.Steps); cur >= 0 {
 		st.CurrentStep = st.Steps[cur].ID
@@ -57,9 +60,10 @@ func (r *Reconciler) summarize(s *scope) {
 		skeleton.MarkFailed(&st.Conditions, gen, reason, msg)
 		st.ObservedGeneration = gen
 	case opsv1.UpgradePhaseCancelled:
-		setReady(op, metav1.ConditionFalse, opsv1.CancelledReason, "Cancelled on request")
-		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.ReconcilingCondition)
-		apimeta.RemoveStatusCondition(&st.Conditions, opsv1.StalledCondition)
+		// Stalled: nothing will resume a cancelled operation. Without it
+		// kstatus reads Ready=False as InProgress, and a GitOps health
+		// check would wait for it forever (docs/gitops-health.md).
+		skeleton.MarkFailed(&st.Conditions, gen, opsv1.CancelledReason, "Cancelled on request")
 		st.ObservedGeneration = gen
 	case opsv1.UpgradePhasePaused:
 		setReady(op, metav1.ConditionUnknown, opsv1.PausedReason, "Paused before step "+st.CurrentStep)
@@ -110,4 +114,18 @@ func setReady(op *opsv1.ClusterUpgradeOperation, status metav1.ConditionStatus, 
 
 func setCond(op *opsv1.ClusterUpgradeOperation, t string, status metav1.ConditionStatus, reason, msg string) {
 	skeleton.SetCondition(&op.Status.Conditions, op.Generation, t, status, reason, msg)
+}
+
+// progress is "<finished>/<total>" steps, empty without a plan.
+func progress(steps []opsv1.UpgradeStep) string {
+	if len(steps) == 0 {
+		return ""
+	}
+	done := 0
+	for i := range steps {
+		if steps[i].Phase.IsTerminal() {
+			done++
+		}
+	}
+	return fmt.Sprintf("%d/%d", done, len(steps))
 }

@@ -350,7 +350,9 @@ func (r *Reconciler) cancel(op *opsv1.VMClusterOperation) {
 	r.skipPending(op)
 	msg := fmt.Sprintf("Cancelled on request; done: %s", done(op))
 	op.Status.Phase, op.Status.CurrentStep = opsv1.OperationPhaseCancelled, ""
-	skeleton.MarkSucceeded(&op.Status.Conditions, op.Generation, opsv1.CancelledReason, msg)
+	// Stalled: nothing resumes a cancelled operation (kstatus reads it as
+	// Failed, not as InProgress forever; docs/gitops-health.md).
+	skeleton.MarkFailed(&op.Status.Conditions, op.Generation, opsv1.CancelledReason, msg)
 	skeleton.Finish(r.Recorder, op, &op.Status.Conditions, &op.Status.CompletionTime, r.Now(),
 		skeleton.End{Phase: string(opsv1.OperationPhaseCancelled), Ready: metav1.ConditionFalse, Reason: opsv1.CancelledReason, Message: msg})
 }
