@@ -39,21 +39,21 @@ import (
 
 // Options are the operator's settings, bound to flags by BindFlags.
 type Options struct {
-	MetricsAddr          string
-	HealthAddr           string
-	LeaderElection       bool
-	LeaderElectionID     string
-	LeaderElectionNS     string
-	QPS                  float32
-	Burst                int
-	Upgrade              upgrade.Options
-	Backup               backup.Options
-	Operation            vmclusterop.Options
-	CloudConfig          string
+	MetricsAddr      string
+	HealthAddr       string
+	LeaderElection   bool
+	LeaderElectionID string
+	LeaderElectionNS string
+	QPS              float32
+	Burst            int
+	Upgrade          upgrade.Options
+	Backup           backup.Options
+	Operation        vmclusterop.Options
+	CloudConfig      string
 	// MaintenanceWindows is the file of the default maintenance windows
 	// per provider, region and cluster (upgrade.WindowDefaults); empty:
 	// none.
-	MaintenanceWindows string
+	MaintenanceWindows   string
 	EnableMockCloud      bool
 	MockNamespace        string
 	MockOperationTime    time.Duration

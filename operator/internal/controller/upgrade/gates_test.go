@@ -122,7 +122,7 @@ func TestMaintenanceWindow(t *testing.T) {
 	waitPhase(t, op, opsv1.UpgradePhaseSucceeded, 30*time.Second)
 	g.Expect(startedAt(g, f)).To(Equal(map[string][]time.Time{
 		"StartControlPlaneUpgrade cluster/window": {at("2026-12-05T02:40:00Z")},
-		"StartNodeGroupUpgrade nodegroup/ng-a":     {at("2026-12-12T02:05:00Z")},
+		"StartNodeGroupUpgrade nodegroup/ng-a":    {at("2026-12-12T02:05:00Z")},
 	}))
 }
 
