@@ -39,21 +39,17 @@ import (
 
 // Options are the operator's settings, bound to flags by BindFlags.
 type Options struct {
-	MetricsAddr      string
-	HealthAddr       string
-	LeaderElection   bool
-	LeaderElectionID string
-	LeaderElectionNS string
-	QPS              float32
-	Burst            int
-	Upgrade          upgrade.Options
-	Backup           backup.Options
-	Operation        vmclusterop.Options
-	CloudConfig      string
-	// MaintenanceWindows is the file of the default maintenance windows
-	// per provider, region and cluster (upgrade.WindowDefaults); empty:
-	// none.
-	MaintenanceWindows   string
+	MetricsAddr          string
+	HealthAddr           string
+	LeaderElection       bool
+	LeaderElectionID     string
+	LeaderElectionNS     string
+	QPS                  float32
+	Burst                int
+	Upgrade              upgrade.Options
+	Backup               backup.Options
+	Operation            vmclusterop.Options
+	CloudConfig          string
 	EnableMockCloud      bool
 	MockNamespace        string
 	MockOperationTime    time.Duration
@@ -78,6 +74,10 @@ type Options struct {
 	// Bootstrap configures the ObservabilityStack controller; it runs only
 	// with a chart repository (--bootstrap-chart-repository).
 	Bootstrap bootstrap.Options
+	// MaintenanceWindows is the file of the default maintenance windows
+	// of upgrades per provider, region and cluster
+	// (upgrade.WindowDefaults); empty: none.
+	MaintenanceWindows string
 }
 
 // The values of --backup-runner.
