@@ -334,3 +334,21 @@ type EffectiveMaintenanceWindow struct {
 	// +kubebuilder:validation:MaxLength=512
 	Source string `json:"source"`
 }
+
+// GateIDs returns every gate id the operation's approvals ask for, in
+// plan order: the ids spec.approved may hold to some effect.
+func (s *ClusterUpgradeOperationSpec) GateIDs() []string {
+	var out []string
+	if len(s.NodeGroupUpgrades) > 0 && s.HasApproval(GateBeforeNodeGroups) {
+		out = append(out, GateID(GateBeforeNodeGroups, ""))
+	}
+	for _, ng := range s.NodeGroupUpgrades {
+		if s.HasApproval(GateBeforeEachNodeGroup) {
+			out = append(out, GateID(GateBeforeEachNodeGroup, ng.NodeGroupName))
+		}
+		if s.HasApproval(GateBeforeDrain) && ng.Strategy == StrategyBlueGreen {
+			out = append(out, GateID(GateBeforeDrain, ng.NodeGroupName))
+		}
+	}
+	return out
+}
