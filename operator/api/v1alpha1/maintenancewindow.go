@@ -33,6 +33,15 @@ type Weekday string
 // week (a window of 168h on one day is always open).
 const MaxMaintenanceWindowDuration = 7 * 24 * time.Hour
 
+// MaintenanceWindowDurationRule is the refusal of a duration out of range,
+// in the words of the CRD's CEL rule, the REST API and the operator.
+const MaintenanceWindowDurationRule = "maintenanceWindow.duration must be between 1m and 168h (7 days)"
+
+// MaintenanceWindowTimeZoneRule is the refusal of a time zone the binary
+// does not know (the CRD cannot check it: the REST API refuses it, the
+// operator's preflight fails the operation), followed by the name.
+const MaintenanceWindowTimeZoneRule = "maintenanceWindow.timeZone: unknown time zone"
+
 // MaintenanceWindow is a recurring weekly window in a time zone, the model
 // of GKE's recurring maintenance windows and Gardener's maintenance time
 // window: on each of days, from start (local time in timeZone) for
@@ -109,10 +118,10 @@ func (w *MaintenanceWindow) Validate() []MaintenanceWindowViolation {
 		out = append(out, MaintenanceWindowViolation{"start", "maintenanceWindow.start must be HH:MM on a 24-hour clock, e.g. 02:00"})
 	}
 	if d, err := w.parseDuration(); err != nil || d < time.Minute || d > MaxMaintenanceWindowDuration {
-		out = append(out, MaintenanceWindowViolation{"duration", "maintenanceWindow.duration must be between 1m and 168h (7 days)"})
+		out = append(out, MaintenanceWindowViolation{"duration", MaintenanceWindowDurationRule})
 	}
 	if _, err := w.location(); err != nil {
-		out = append(out, MaintenanceWindowViolation{"timeZone", fmt.Sprintf("maintenanceWindow.timeZone: unknown time zone %q (use an IANA name such as Europe/Berlin)", w.TimeZone)})
+		out = append(out, MaintenanceWindowViolation{"timeZone", fmt.Sprintf("%s %q (use an IANA name such as Europe/Berlin)", MaintenanceWindowTimeZoneRule, w.TimeZone)})
 	}
 	return out
 }
