@@ -146,3 +146,30 @@ func TestGatesBefore(t *testing.T) {
 		})
 	}
 }
+
+// FuzzMaintenanceWindow: Validate never panics, and for a valid window
+// Window answers consistently: an occurrence that contains t ends after
+// it, the next one opens after it and within a week and a day.
+func FuzzMaintenanceWindow(f *testing.F) {
+	f.Add("Saturday", "02:00", "4h", "Europe/Berlin", int64(1796000000))
+	f.Add("Monday", "23:59", "168h", "", int64(0))
+	f.Add("Sunday", "24:00", "0m", "../x", int64(-1))
+	f.Fuzz(func(t *testing.T, day, start, duration, tz string, unix int64) {
+		w := MaintenanceWindow{Days: []Weekday{Weekday(day)}, Start: start, Duration: duration, TimeZone: tz}
+		valid := len(w.Validate()) == 0
+		at := time.Unix(unix%(1<<34), 0)
+		inside, end, next, ok := w.Window(at)
+		if ok != valid {
+			t.Fatalf("Window ok=%v, Validate valid=%v", ok, valid)
+		}
+		if !ok {
+			return
+		}
+		if inside && !end.After(at) {
+			t.Fatalf("inside, but the occurrence ended at %s <= %s", end, at)
+		}
+		if !next.After(at) || next.Sub(at) > 8*24*time.Hour {
+			t.Fatalf("next opening %s is not within 8 days after %s", next, at)
+		}
+	})
+}
