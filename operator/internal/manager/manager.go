@@ -35,6 +35,7 @@ import (
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/providers"
+	"github.com/tidbcloud/ops-server/operator/pkg/maintenancewindows"
 )
 
 // Options are the operator's settings, bound to flags by BindFlags.
@@ -76,7 +77,7 @@ type Options struct {
 	Bootstrap bootstrap.Options
 	// MaintenanceWindows is the file of the default maintenance windows
 	// of upgrades per provider, region and cluster
-	// (upgrade.WindowDefaults); empty: none.
+	// (package maintenancewindows); empty: none.
 	MaintenanceWindows string
 }
 
@@ -233,7 +234,7 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 	// Operations by phase are counted from this manager's cache.
 	upgrade.SetPhaseReader(mgr.GetClient())
 	if o.MaintenanceWindows != "" {
-		windows, err := upgrade.LoadWindowDefaults(o.MaintenanceWindows)
+		windows, err := maintenancewindows.Load(o.MaintenanceWindows)
 		if err != nil {
 			return nil, err
 		}

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
-	"github.com/tidbcloud/ops-server/operator/internal/controller/upgrade"
 	"github.com/tidbcloud/ops-server/operator/internal/manager"
+	"github.com/tidbcloud/ops-server/operator/pkg/maintenancewindows"
 )
 
 // fakeClock is the clock of the operator and of the simulated cloud in a
@@ -133,7 +133,7 @@ func TestMaintenanceWindowDefaultAndUnknownTimeZone(t *testing.T) {
 	clock := &fakeClock{t: time.Date(2026, 12, 4, 23, 0, 0, 0, time.UTC)} // a Friday
 	f := newCloud(t, "defaultwin", 0, seed())
 	f.provider.Now = clock.Now
-	defaults, err := upgrade.ParseWindowDefaults([]byte(`
+	defaults, err := maintenancewindows.Parse([]byte(`
 windows:
 - cloudProvider: mock
   window: {days: [Saturday], start: "02:00", duration: 1h}

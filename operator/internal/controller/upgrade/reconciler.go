@@ -28,6 +28,7 @@ import (
 	"github.com/tidbcloud/ops-server/operator/internal/outcome"
 	"github.com/tidbcloud/ops-server/operator/internal/skeleton"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/maintenancewindows"
 )
 
 // FieldOwner is the field manager of every write of the operator.
@@ -58,7 +59,7 @@ type Options struct {
 	WindowRecheckInterval time.Duration
 	// MaintenanceWindows are the default windows per provider, region and
 	// cluster (--maintenance-windows); nil: none.
-	MaintenanceWindows *WindowDefaults
+	MaintenanceWindows *maintenancewindows.Defaults
 	// Now is the clock (time.Now if nil); tests inject one.
 	Now func() time.Time
 }

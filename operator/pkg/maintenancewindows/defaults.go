@@ -1,4 +1,7 @@
-package upgrade
+// Package maintenancewindows holds ops-operator's default maintenance
+// windows of upgrades per provider, region and cluster
+// (--maintenance-windows; the chart's operator.maintenanceWindows).
+package maintenancewindows
 
 import (
 	"fmt"
@@ -10,7 +13,7 @@ import (
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
-// WindowDefaults are the operator's default maintenance windows
+// Defaults are the operator's default maintenance windows
 // (--maintenance-windows, a YAML file, usually mounted from a ConfigMap):
 // an operation without spec.maintenanceWindow gets the window of the most
 // specific rule matching its cluster, so that automation creating
@@ -27,31 +30,31 @@ import (
 //
 // A rule naming the cluster beats one naming the region, which beats one
 // naming only the provider; among equally specific rules the first wins.
-type WindowDefaults struct {
-	Windows []WindowRule `json:"windows"`
+type Defaults struct {
+	Windows []Rule `json:"windows"`
 }
 
-// WindowRule is one default window and the clusters it applies to.
-type WindowRule struct {
+// Rule is one default window and the clusters it applies to.
+type Rule struct {
 	CloudProvider  string                  `json:"cloudProvider,omitempty"`
 	Region         string                  `json:"region,omitempty"`
 	K8sClusterName string                  `json:"k8sClusterName,omitempty"`
 	Window         opsv1.MaintenanceWindow `json:"window"`
 }
 
-// LoadWindowDefaults reads and validates the file; an invalid rule is an
+// Load reads and validates the file; an invalid rule is an
 // error naming it (the operator does not start with it).
-func LoadWindowDefaults(path string) (*WindowDefaults, error) {
+func Load(path string) (*Defaults, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading maintenance windows: %w", err)
 	}
-	return ParseWindowDefaults(raw)
+	return Parse(raw)
 }
 
-// ParseWindowDefaults parses and validates the YAML of --maintenance-windows.
-func ParseWindowDefaults(raw []byte) (*WindowDefaults, error) {
-	d := &WindowDefaults{}
+// Parse parses and validates the YAML of --maintenance-windows.
+func Parse(raw []byte) (*Defaults, error) {
+	d := &Defaults{}
 	if err := yaml.UnmarshalStrict(raw, d); err != nil {
 		return nil, fmt.Errorf("parsing maintenance windows: %w", err)
 	}
@@ -76,8 +79,8 @@ func ParseWindowDefaults(raw []byte) (*WindowDefaults, error) {
 }
 
 // For returns the window of the most specific rule matching the cluster
-// with its source, or nil (also for a nil WindowDefaults).
-func (d *WindowDefaults) For(provider, region, cluster string) *opsv1.EffectiveMaintenanceWindow {
+// with its source, or nil (also for a nil Defaults).
+func (d *Defaults) For(provider, region, cluster string) *opsv1.EffectiveMaintenanceWindow {
 	if d == nil {
 		return nil
 	}
