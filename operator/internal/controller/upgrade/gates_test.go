@@ -259,3 +259,39 @@ func TestApprovalBeforeNodeGroups(t *testing.T) {
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(err.Error()).To(ContainSubstring("an approval cannot be withdrawn"))
 }
+
+// TestApprovalBeforeDrainApprovedAhead: a gate approved ahead of time
+// (BeforeEachNodeGroup/bg-old in the spec at creation) does not stop the
+// operation; BeforeDrain stops it after the cordon, with the new node group
+// created and nothing of the old one drained or deleted, until approved.
+func TestApprovalBeforeDrainApprovedAhead(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	f := newCloud(t, "drain-gate", 0, seed("bg-old"))
+	startOperator(t, ns, f, nil)
+
+	op := newOp(ns, "drain-gate", f, func(s *opsv1.ClusterUpgradeOperationSpec) {
+		s.Approvals = []opsv1.ApprovalGate{opsv1.GateBeforeEachNodeGroup, opsv1.GateBeforeDrain}
+		s.Approved = []string{"BeforeEachNodeGroup/bg-old"}
+		s.NodeGroupUpgrades = []opsv1.NodeGroupUpgrade{{NodeGroupName: "bg-old", Strategy: opsv1.StrategyBlueGreen, NewNodeGroupName: "bg-new"}}
+	})
+	g.Expect(env.Client.Create(ctx, op)).To(Succeed())
+	waiting := waitPhase(t, op, opsv1.UpgradePhaseAwaitingApproval, time.Minute)
+	g.Expect(waiting.Status.AwaitingApproval.Gate).To(Equal("BeforeDrain/bg-old"))
+	g.Expect(waiting.Status.AwaitingApproval.NextStep).To(Equal("nodegroup/bg-old/DrainNodes"))
+	g.Expect(waiting.Status.AwaitingApproval.Done).To(Equal([]string{"controlplane",
+		"nodegroup/bg-old/CreateNodeGroup", "nodegroup/bg-old/WaitNodesReady", "nodegroup/bg-old/CordonNodes"}))
+	g.Expect(mutationCounts(f)).To(Equal(map[string]int{
+		"StartControlPlaneUpgrade cluster/drain-gate": 1,
+		"StartCreateNodeGroup nodegroup/bg-new":       1,
+	}))
+	g.Expect(nodesOf(g, "bg-old")).To(HaveLen(2), "the old node group is still there")
+
+	cur := get(g, op)
+	approved := cur.DeepCopy()
+	approved.Spec.Approved = append(approved.Spec.Approved, "BeforeDrain/bg-old")
+	g.Expect(env.Client.Patch(ctx, approved, client.MergeFrom(cur))).To(Succeed())
+	waitPhase(t, op, opsv1.UpgradePhaseSucceeded, time.Minute)
+	g.Expect(mutationCounts(f)).To(HaveKeyWithValue("StartDeleteNodeGroup nodegroup/bg-old", 1))
+}
