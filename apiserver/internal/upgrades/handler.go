@@ -39,6 +39,7 @@ func (h *Handler) Routes() []server.Route {
 		{Method: http.MethodGet, Path: item + "/events", Name: "upgradeOperations.events", Handler: h.events, Resource: Resource, Verb: "get"},
 		{Method: http.MethodPut, Path: item + "/pause", Name: "upgradeOperations.pause", Handler: h.pause, Resource: Resource + "/pause", Verb: "update"},
 		{Method: http.MethodPut, Path: item + "/resume", Name: "upgradeOperations.resume", Handler: h.resume, Resource: Resource + "/resume", Verb: "update"},
+		{Method: http.MethodPut, Path: item + "/approve", Name: "upgradeOperations.approve", Handler: h.approve, Resource: Resource, Verb: ApproveVerb},
 		{Method: http.MethodDelete, Path: item, Name: "upgradeOperations.delete", Handler: h.delete, Resource: Resource, Verb: "delete"},
 		{Method: http.MethodGet, Path: NodeGroupsPath, Name: "nodeGroups.list", Handler: h.nodeGroups, Resource: NodeGroupsResource, Verb: "list"},
 		{Method: http.MethodGet, Path: AddonsPath, Name: "addons.list", Handler: h.addons, Resource: AddonsResource, Verb: "list"},

@@ -315,7 +315,7 @@ type cursor struct {
 	Status  string `json:"s,omitempty"`
 }
 
-var phases = []string{"Pending", "Scheduled", "Running", "Paused", "Succeeded", "Failed", "Cancelling", "Cancelled"}
+var phases = []string{"Pending", "Scheduled", "Running", "Paused", "AwaitingApproval", "Succeeded", "Failed", "Cancelling", "Cancelled"}
 
 // ParseList validates the list query.
 func ParseList(q url.Values) (ListRequest, *apierror.Error) {

@@ -51,6 +51,14 @@ func toSpec(r *Request) opsv1.ClusterUpgradeOperationSpec {
 		}
 		spec.NodeGroupUpgrades = append(spec.NodeGroupUpgrades, ng)
 	}
+	if r.MaintenanceWindow != nil {
+		w := *r.MaintenanceWindow
+		w.Days = append([]opsv1.Weekday(nil), w.Days...)
+		spec.MaintenanceWindow = &w
+	}
+	for _, a := range r.Approvals {
+		spec.Approvals = append(spec.Approvals, opsv1.ApprovalGate(a))
+	}
 	spec.Default()
 	return spec
 }
@@ -92,6 +100,13 @@ func fromSpec(s *opsv1.ClusterUpgradeOperationSpec) Request {
 		}
 		r.NodeGroupUpgrades = append(r.NodeGroupUpgrades, ng)
 	}
+	if s.MaintenanceWindow != nil {
+		w := *s.MaintenanceWindow.DeepCopy()
+		r.MaintenanceWindow = &w
+	}
+	for _, a := range s.Approvals {
+		r.Approvals = append(r.Approvals, string(a))
+	}
 	return r
 }
 
@@ -124,6 +139,18 @@ func toOperation(o *opsv1.ClusterUpgradeOperation) Operation {
 	for _, lb := range o.Status.LeftBehind {
 		op.LeftBehind = append(op.LeftBehind, LeftBehind{Kind: string(lb.Kind), Namespace: lb.Namespace, Name: lb.Name, StepID: lb.StepID, Reason: lb.Reason})
 	}
+	switch w := o.Status.MaintenanceWindow; {
+	case w != nil:
+		op.MaintenanceWindow = &EffectiveWindow{MaintenanceWindow: *w.MaintenanceWindow.DeepCopy(), Source: w.Source}
+	case o.Spec.MaintenanceWindow != nil:
+		// Not seen by the operator yet: the spec's own.
+		op.MaintenanceWindow = &EffectiveWindow{MaintenanceWindow: *o.Spec.MaintenanceWindow.DeepCopy(), Source: "spec"}
+	}
+	op.NextWindowStart = timePtr(o.Status.NextWindowStart)
+	if a := o.Status.AwaitingApproval; a != nil {
+		op.AwaitingApproval = &AwaitingApproval{Gate: a.Gate, NextStep: a.NextStep, Done: a.Done, Since: timePtr(a.Since)}
+	}
+	op.Approved = o.Spec.Approved
 	if b := o.Status.BlockedBy; b != nil {
 		op.BlockedBy = &BlockedBy{StepID: b.StepID, Reason: b.Reason, Message: b.Message, Node: b.Node, Since: timePtr(b.Since)}
 		if b.Pod != nil {

@@ -32,6 +32,12 @@ type Request struct {
 	Schedule          string             `json:"schedule,omitempty"`
 	ClusterAddons     []Addon            `json:"clusterAddons,omitempty"`
 	NodeGroupUpgrades []NodeGroupUpgrade `json:"nodeGroupUpgrades,omitempty"`
+	// MaintenanceWindow is the recurring weekly window the steps start in
+	// (the CR's field, same shape).
+	MaintenanceWindow *opsv1.MaintenanceWindow `json:"maintenanceWindow,omitempty"`
+	// Approvals are the approval gates (BeforeNodeGroups,
+	// BeforeEachNodeGroup, BeforeDrain).
+	Approvals []string `json:"approvals,omitempty"`
 
 	// requestedVersion is the targetVersion asked for when TargetVersion
 	// was resolved from it (ACK: 1.30 → 1.30.2-aliyun.1); see
@@ -87,6 +93,39 @@ type Operation struct {
 
 	// LeftBehind is what a Cancelled or Failed operation leaves changed.
 	LeftBehind []LeftBehind `json:"leftBehind,omitempty"`
+
+	// MaintenanceWindow is the effective window: the spec's, or the
+	// operator's default for the cluster, with its source.
+	MaintenanceWindow *EffectiveWindow `json:"maintenanceWindow,omitempty"`
+	// NextWindowStart is when the next step may start, while the
+	// operation waits outside its window.
+	NextWindowStart *time.Time `json:"nextWindowStart,omitempty"`
+	// AwaitingApproval is the gate the operation waits at (phase
+	// AwaitingApproval).
+	AwaitingApproval *AwaitingApproval `json:"awaitingApproval,omitempty"`
+	// Approved are the gate ids approved so far.
+	Approved []string `json:"approved,omitempty"`
+}
+
+// EffectiveWindow is the maintenance window the operator applies.
+type EffectiveWindow struct {
+	opsv1.MaintenanceWindow
+	// Source is "spec", or "default: ..." naming the operator's rule.
+	Source string `json:"source"`
+}
+
+// AwaitingApproval is the gate an operation waits at.
+type AwaitingApproval struct {
+	Gate     string     `json:"gate"`
+	NextStep string     `json:"nextStep"`
+	Done     []string   `json:"done,omitempty"`
+	Since    *time.Time `json:"since,omitempty"`
+}
+
+// ApproveRequest is the optional body of PUT .../approve: the gate to
+// approve; omitted, the gate the operation waits at.
+type ApproveRequest struct {
+	Gate string `json:"gate,omitempty"`
 }
 
 // Manifest is the ClusterUpgradeOperation a dry run would create, ready

@@ -25,6 +25,7 @@ var (
 	providers     = []string{"eks", "gke", "aks", "ack", "mock"}
 	strategies    = []string{"blue-green", "in-place"}
 	resolveValues = []string{"NONE", "OVERWRITE", "PRESERVE"}
+	approvalGates = []string{string(opsv1.GateBeforeNodeGroups), string(opsv1.GateBeforeEachNodeGroup), string(opsv1.GateBeforeDrain)}
 )
 
 const (
@@ -104,6 +105,25 @@ func Validate(r *Request) []apierror.FieldViolation {
 		if _, err := time.Parse(time.RFC3339, r.Schedule); err != nil {
 			add("schedule", "must be an RFC 3339 timestamp such as 2026-05-06T12:00:00Z")
 		}
+	}
+
+	if r.MaintenanceWindow != nil {
+		// The CRD's rules and the time zone it cannot check, in the words
+		// the operator's preflight uses (opsv1.MaintenanceWindow.Validate).
+		for _, x := range r.MaintenanceWindow.Validate() {
+			add("maintenanceWindow."+x.Field, "%s", x.Message)
+		}
+	}
+	seenGate := map[string]bool{}
+	for i, a := range r.Approvals {
+		f := fmt.Sprintf("approvals[%d]", i)
+		switch {
+		case !oneOf(a, approvalGates):
+			add(f, "must be one of %s", strings.Join(approvalGates, ", "))
+		case seenGate[a]:
+			add(f, "duplicate approval gate %q", a)
+		}
+		seenGate[a] = true
 	}
 
 	if len(r.ClusterAddons) > 0 && r.CloudProvider != "" && !oneOf(r.CloudProvider, []string{"eks", "ack", "mock"}) {

@@ -43,6 +43,7 @@ func TestDecodeInvalid(t *testing.T) {
 			upgradestest.NodeGroup(m, 1)["vmCluster"] = map[string]any{"name": "metrics"}
 		}), Field: "nodeGroupUpgrades.vmCluster"},
 	}
+	restOnly = append(restOnly, upgradestest.RefusedByPreflight()...)
 	for _, tc := range append(upgradestest.InvalidRequests(), restOnly...) {
 		t.Run(tc.Name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -265,6 +265,17 @@ func (f *fixture) upgrade(paused bool) string {
 	return op.ID
 }
 
+// upgradeWithGate is an upgrade with the approval gate BeforeNodeGroups.
+func (f *fixture) upgradeWithGate() string {
+	f.finishUpgrades()
+	var op struct {
+		ID string `json:"id"`
+	}
+	body := strings.Replace(upgradeRequest, `"targetVersion": "1.30",`, `"targetVersion": "1.30", "approvals": ["BeforeNodeGroups"],`, 1)
+	NewWithT(f.t).Expect(json.Unmarshal(f.admin(http.MethodPost, "/ops/api/v1/upgradeOperations", body), &op)).To(Succeed())
+	return op.ID
+}
+
 // finishUpgrades marks every operation of the fixture's namespace
 // Succeeded (no operator runs here), so that the next POST for dev-cluster
 // is not refused as a second active upgrade of the cluster.
@@ -492,6 +503,9 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 		return request{path: "/ops/api/v1/upgradeOperations/" + f.upgrade(false)}, true
 	case "upgradeOperations.pause":
 		return request{path: "/ops/api/v1/upgradeOperations/" + f.upgrade(false) + "/pause"}, true
+	case "upgradeOperations.approve":
+		return request{path: "/ops/api/v1/upgradeOperations/" + f.upgradeWithGate() + "/approve", body: `{"gate":"BeforeNodeGroups"}`,
+			audit: `"gate"="BeforeNodeGroups"`}, true
 	case "upgradeOperations.resume":
 		return request{path: "/ops/api/v1/upgradeOperations/" + f.upgrade(true) + "/resume"}, true
 	case "vmclusters.resources":

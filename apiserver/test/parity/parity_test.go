@@ -127,7 +127,7 @@ func sharedReasons(restMsg string) []string {
 			}
 		}
 	}
-	for _, s := range []string{opsv1.ResolveConflictsOnACK, opsv1.ACKTargetVersionRule} {
+	for _, s := range []string{opsv1.ResolveConflictsOnACK, opsv1.ACKTargetVersionRule, opsv1.MaintenanceWindowDurationRule} {
 		if strings.Contains(restMsg, s) {
 			out = append(out, s)
 		}
@@ -147,6 +147,40 @@ func TestValidNamesAreValidCRs(t *testing.T) {
 			u, ok := asCR(ns, fmt.Sprintf("valid-%d", i), tc.Body)
 			g.Expect(ok).To(BeTrue())
 			g.Expect(env.Client.Create(context.Background(), u, client.FieldValidation("Strict"))).To(Succeed())
+		})
+	}
+}
+
+// TestPreflightRefusalsAreAdmittedCRs: what admission cannot check (a time
+// zone) is admitted as a CR, and the REST refusal is the words of
+// opsv1.MaintenanceWindow.Validate, the check ops-operator's preflight
+// fails the operation with (reason InvalidSpec; the operator's own test
+// asserts the message).
+func TestPreflightRefusalsAreAdmittedCRs(t *testing.T) {
+	ns := env.NewNamespace(t)
+	for i, tc := range upgradestest.RefusedByPreflight() {
+		t.Run(tc.Name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, verr := upgrades.Decode([]byte(tc.Body))
+			g.Expect(verr).NotTo(BeNil())
+			var restMsg string
+			for _, v := range verr.Violations {
+				if v.Field == tc.Field {
+					restMsg = v.Description
+				}
+			}
+			g.Expect(restMsg).To(HavePrefix(opsv1.MaintenanceWindowTimeZoneRule), "%+v", verr.Violations)
+
+			u, ok := asCR(ns, fmt.Sprintf("preflight-%d", i), tc.Body)
+			g.Expect(ok).To(BeTrue())
+			g.Expect(env.Client.Create(context.Background(), u, client.FieldValidation("Strict"))).To(Succeed())
+			cr := &opsv1.ClusterUpgradeOperation{}
+			g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(u), cr)).To(Succeed())
+			var words []string
+			for _, v := range cr.Spec.MaintenanceWindow.Validate() {
+				words = append(words, v.Message)
+			}
+			g.Expect(words).To(ConsistOf(restMsg), "the operator's preflight refuses it with the REST API's words")
 		})
 	}
 }

@@ -132,6 +132,9 @@ const (
 // +kubebuilder:validation:XValidation:rule="(has(self.clusterAddons) ? self.clusterAddons : []) == (has(oldSelf.clusterAddons) ? oldSelf.clusterAddons : [])",message="clusterAddons is immutable",fieldPath=".clusterAddons"
 // +kubebuilder:validation:XValidation:rule="(has(self.nodeGroupUpgrades) ? self.nodeGroupUpgrades : []) == (has(oldSelf.nodeGroupUpgrades) ? oldSelf.nodeGroupUpgrades : [])",message="nodeGroupUpgrades is immutable",fieldPath=".nodeGroupUpgrades"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)",message="cancel cannot be set back to false once it is true",fieldPath=".cancel"
+// +kubebuilder:validation:XValidation:rule="has(self.maintenanceWindow) == has(oldSelf.maintenanceWindow) && (!has(self.maintenanceWindow) || self.maintenanceWindow == oldSelf.maintenanceWindow)",message="maintenanceWindow is immutable",fieldPath=".maintenanceWindow"
+// +kubebuilder:validation:XValidation:rule="(has(self.approvals) ? self.approvals : []) == (has(oldSelf.approvals) ? oldSelf.approvals : [])",message="approvals is immutable",fieldPath=".approvals"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.approved) || (has(self.approved) && oldSelf.approved.all(a, a in self.approved))",message="approved: an approval cannot be withdrawn (gates may only be added)",fieldPath=".approved"
 type ClusterUpgradeOperationSpec struct {
 	// K8sClusterName is the name of the managed Kubernetes cluster in the
 	// cloud, as the cloud names it: EKS 1-100 letters, digits, '-' and
@@ -214,6 +217,37 @@ type ClusterUpgradeOperationSpec struct {
 	// cannot be set back to false. It has no effect on a finished operation.
 	// +optional
 	Cancel bool `json:"cancel,omitempty"`
+
+	// MaintenanceWindow is the recurring weekly window the steps start in:
+	// a step that changes the cluster (every step but WaitNodesReady), and
+	// the preflight, start only inside it; a step already running finishes
+	// after it closes. status.nextWindowStart says when the next step may
+	// start. Omitted: the operator's default window for the cluster
+	// (--maintenance-windows), or none (any time).
+	// +optional
+	MaintenanceWindow *MaintenanceWindow `json:"maintenanceWindow,omitempty"`
+
+	// Approvals are the gates where the operation stops, in phase
+	// AwaitingApproval, until someone approves: BeforeNodeGroups (once,
+	// after the control plane and the addons), BeforeEachNodeGroup (before
+	// every node group), BeforeDrain (before the drain of every blue-green
+	// node group's old nodes).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=3
+	Approvals []ApprovalGate `json:"approvals,omitempty"`
+
+	// Approved are the gate ids approved so far: BeforeNodeGroups,
+	// BeforeEachNodeGroup/<nodeGroupName>, BeforeDrain/<nodeGroupName>
+	// (status.awaitingApproval.gate names the one the operation waits
+	// for). A gate may be approved ahead of time; an approval cannot be
+	// withdrawn. PUT /ops/api/v1/upgradeOperations/{id}/approve adds to it.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=65
+	// +kubebuilder:validation:items:MaxLength=128
+	// +kubebuilder:validation:items:Pattern=`^(BeforeNodeGroups|(BeforeEachNodeGroup|BeforeDrain)/[\p{Han}A-Za-z0-9][\p{Han}A-Za-z0-9_-]*)$`
+	Approved []string `json:"approved,omitempty"`
 }
 
 // ClusterAddon is a cluster addon to update to a version.
@@ -354,7 +388,7 @@ type BackupBeforeRollout struct {
 }
 
 // UpgradePhase is the lifecycle phase of a ClusterUpgradeOperation.
-// +kubebuilder:validation:Enum=Pending;Scheduled;Running;Paused;Succeeded;Failed;Cancelling;Cancelled
+// +kubebuilder:validation:Enum=Pending;Scheduled;Running;Paused;AwaitingApproval;Succeeded;Failed;Cancelling;Cancelled
 type UpgradePhase string
 
 const (
@@ -366,6 +400,9 @@ const (
 	UpgradePhaseRunning UpgradePhase = "Running"
 	// UpgradePhasePaused: spec.paused is true and no step is in flight.
 	UpgradePhasePaused UpgradePhase = "Paused"
+	// UpgradePhaseAwaitingApproval: the next step waits behind an
+	// approval gate (spec.approvals); status.awaitingApproval names it.
+	UpgradePhaseAwaitingApproval UpgradePhase = "AwaitingApproval"
 	// UpgradePhaseSucceeded: every step succeeded (terminal).
 	UpgradePhaseSucceeded UpgradePhase = "Succeeded"
 	// UpgradePhaseFailed: a step failed and the operation stopped (terminal).
@@ -678,7 +715,7 @@ type ClusterUpgradeOperationStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Phase is the lifecycle phase: Pending, Scheduled, Running, Paused,
-	// Succeeded, Failed, Cancelling or Cancelled.
+	// AwaitingApproval, Succeeded, Failed, Cancelling or Cancelled.
 	// +optional
 	Phase UpgradePhase `json:"phase,omitempty"`
 
@@ -742,6 +779,22 @@ type ClusterUpgradeOperationStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=256
 	LeftBehind []LeftBehind `json:"leftBehind,omitempty"`
+
+	// MaintenanceWindow is the window the operator applies (the spec's, or
+	// its default for the cluster) with its source; absent when none.
+	// +optional
+	MaintenanceWindow *EffectiveMaintenanceWindow `json:"maintenanceWindow,omitempty"`
+
+	// NextWindowStart is when the next step may start: set while the
+	// operation waits outside its maintenance window (condition reason
+	// OutsideMaintenanceWindow).
+	// +optional
+	NextWindowStart *metav1.Time `json:"nextWindowStart,omitempty"`
+
+	// AwaitingApproval is the gate the operation stops at in phase
+	// AwaitingApproval: what was done and what comes next.
+	// +optional
+	AwaitingApproval *AwaitingApproval `json:"awaitingApproval,omitempty"`
 }
 
 // Step returns the step with the given id, or nil.

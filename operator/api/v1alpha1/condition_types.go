@@ -80,4 +80,10 @@ const (
 	// VMClusterNotFoundReason: the VMCluster a ClusterBackup or a VMStorage
 	// rollout refers to does not exist.
 	VMClusterNotFoundReason = "VMClusterNotFound"
+	// OutsideMaintenanceWindowReason: a ClusterUpgradeOperation waits for
+	// its maintenance window to open; status.nextWindowStart says when.
+	OutsideMaintenanceWindowReason = "OutsideMaintenanceWindow"
+	// AwaitingApprovalReason: a ClusterUpgradeOperation stops at an
+	// approval gate; status.awaitingApproval names it.
+	AwaitingApprovalReason = "AwaitingApproval"
 )

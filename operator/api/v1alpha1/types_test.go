@@ -25,7 +25,7 @@ import (
 func TestUpgradePhaseIsTerminal(t *testing.T) {
 	terminal := map[UpgradePhase]bool{
 		UpgradePhasePending: false, UpgradePhaseScheduled: false, UpgradePhaseRunning: false, UpgradePhasePaused: false,
-		UpgradePhaseCancelling: false, UpgradePhaseSucceeded: true, UpgradePhaseFailed: true, UpgradePhaseCancelled: true,
+		UpgradePhaseAwaitingApproval: false, UpgradePhaseCancelling: false, UpgradePhaseSucceeded: true, UpgradePhaseFailed: true, UpgradePhaseCancelled: true,
 		"": false,
 	}
 	for phase, want := range terminal {

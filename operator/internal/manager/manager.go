@@ -35,6 +35,7 @@ import (
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/providers"
+	"github.com/tidbcloud/ops-server/operator/pkg/maintenancewindows"
 )
 
 // Options are the operator's settings, bound to flags by BindFlags.
@@ -74,6 +75,10 @@ type Options struct {
 	// Bootstrap configures the ObservabilityStack controller; it runs only
 	// with a chart repository (--bootstrap-chart-repository).
 	Bootstrap bootstrap.Options
+	// MaintenanceWindows is the file of the default maintenance windows
+	// of upgrades per provider, region and cluster
+	// (package maintenancewindows); empty: none.
+	MaintenanceWindows string
 }
 
 // The values of --backup-runner.
@@ -133,6 +138,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BackupLocal.StateDir, "backup-local-state-dir", o.BackupLocal.StateDir, "With --backup-runner=local: directory of the local vmbackup runs' logs and exit status.")
 	fs.StringVar(&o.BackupLocal.StorageRoot, "backup-local-storage-root", o.BackupLocal.StorageRoot, "With --backup-runner=local: every vmstorage data directory a Pod annotation names must be inside this directory.")
 	fs.StringVar(&o.BackupLocal.VMBackupBinary, "vmbackup-binary", o.BackupLocal.VMBackupBinary, "With --backup-runner=local: the vmbackup executable (default: vmbackup from PATH).")
+	fs.StringVar(&o.MaintenanceWindows, "maintenance-windows", o.MaintenanceWindows, "YAML file of the default maintenance windows of upgrades per cloud provider, region and cluster (docs/upgrades.md); empty: none.")
 	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig, "Cloud providers' configuration file (see docs/providers); empty enables no real cloud.")
 	fs.StringVar(&o.VMRestoreBinary, "vmrestore-binary", o.VMRestoreBinary, "With --backup-runner=local: the vmrestore executable that ClusterRestores run (default: vmrestore from PATH).")
 	fs.DurationVar(&o.Restore.PollInterval, "restore-poll-interval", o.Restore.PollInterval, "How often a ClusterRestore checks a stopping replica, a vmrestore run and a starting replica.")
@@ -228,6 +234,13 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 	registry.Observe = upgrade.ObserveCloudCall
 	// Operations by phase are counted from this manager's cache.
 	upgrade.SetPhaseReader(mgr.GetClient())
+	if o.MaintenanceWindows != "" {
+		windows, err := maintenancewindows.Load(o.MaintenanceWindows)
+		if err != nil {
+			return nil, err
+		}
+		o.Upgrade.MaintenanceWindows = windows
+	}
 	if err := (&upgrade.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),

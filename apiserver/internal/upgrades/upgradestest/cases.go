@@ -79,6 +79,11 @@ func ValidNames() []Invalid {
 		{"ack: letters and underscores", OnCloud("ack", "Prod_ACK", "pool_131", "pool_130"), ""},
 		{"ack: 63 Chinese characters", OnCloud("ack", strings.Repeat("集", 63), "", strings.Repeat("池", 63)), ""},
 		{"mock: DNS labels", OnCloud("mock", "dev-cluster", "vmstorage-130", "vmstorage"), ""},
+		{"a maintenance window and every approval gate", Mutate(func(m map[string]any) {
+			m["maintenanceWindow"] = ValidWindow()
+			m["approvals"] = []any{"BeforeNodeGroups", "BeforeEachNodeGroup", "BeforeDrain"}
+		}), ""},
+		{"a week-long window in UTC", WithWindow(map[string]any{"duration": "168h", "timeZone": "UTC", "days": []any{"Monday"}}), ""},
 	}
 }
 
@@ -186,5 +191,40 @@ func InvalidRequests() []Invalid {
 		{"ack: cluster name of 64 Chinese characters", OnCloud("ack", strings.Repeat("集", 64), "", "pool"), "k8sClusterName"},
 		{"mock: cluster name with upper case", OnCloud("mock", "Dev_Cluster", "", "ng"), "k8sClusterName"},
 		{"mock: node group with underscore", OnCloud("mock", "dev", "", "ng_1"), "nodeGroupUpgrades[0].nodeGroupName"},
+		// Maintenance windows and approval gates.
+		{"window longer than a week", WithWindow(map[string]any{"duration": "169h"}), "maintenanceWindow.duration"},
+		{"window of seconds", WithWindow(map[string]any{"duration": "30s"}), "maintenanceWindow.duration"},
+		{"window start 24:00", WithWindow(map[string]any{"start": "24:00"}), "maintenanceWindow.start"},
+		{"window day abbreviated", WithWindow(map[string]any{"days": []any{"Mon"}}), "maintenanceWindow.days"},
+		{"window without days", WithWindow(map[string]any{"days": []any{}}), "maintenanceWindow.days"},
+		{"unknown approval gate", Mutate(func(m map[string]any) { m["approvals"] = []any{"BeforeEverything"} }), "approvals[0]"},
+		{"approval gate twice", Mutate(func(m map[string]any) { m["approvals"] = []any{"BeforeDrain", "BeforeDrain"} }), "approvals[1]"},
+	}
+}
+
+// ValidWindow is a valid maintenanceWindow of a request.
+func ValidWindow() map[string]any {
+	return map[string]any{"days": []any{"Saturday", "Sunday"}, "start": "02:00", "duration": "4h", "timeZone": "Europe/Berlin"}
+}
+
+// WithWindow returns ValidBody with ValidWindow changed by the fields given.
+func WithWindow(fields map[string]any) string {
+	return Mutate(func(m map[string]any) {
+		w := ValidWindow()
+		for k, v := range fields {
+			w[k] = v
+		}
+		m["maintenanceWindow"] = w
+	})
+}
+
+// RefusedByPreflight are requests the REST API refuses and the CRD cannot
+// (admission knows no time zones): applied as CRs they are accepted, and
+// ops-operator's preflight fails them with the REST API's words
+// (operator/internal/controller/upgrade,
+// TestMaintenanceWindowDefaultAndUnknownTimeZone).
+func RefusedByPreflight() []Invalid {
+	return []Invalid{
+		{"unknown time zone", WithWindow(map[string]any{"timeZone": "Mars/Olympus_Mons"}), "maintenanceWindow.timeZone"},
 	}
 }

@@ -33,7 +33,7 @@ var phaseDesc = prometheus.NewDesc("ops_clusterupgradeoperations",
 
 // allPhases are every phase an operation can be in, reported even when 0.
 var allPhases = []opsv1.UpgradePhase{
-	opsv1.UpgradePhasePending, opsv1.UpgradePhaseScheduled, opsv1.UpgradePhaseRunning, opsv1.UpgradePhasePaused,
+	opsv1.UpgradePhasePending, opsv1.UpgradePhaseScheduled, opsv1.UpgradePhaseRunning, opsv1.UpgradePhasePaused, opsv1.UpgradePhaseAwaitingApproval,
 	opsv1.UpgradePhaseSucceeded, opsv1.UpgradePhaseFailed, opsv1.UpgradePhaseCancelling, opsv1.UpgradePhaseCancelled,
 }
 

@@ -78,6 +78,7 @@ func TestOperationsByPhaseMetric(t *testing.T) {
 	g.Expect(testutil.CollectAndCompare(phases, strings.NewReader(`
 # HELP ops_clusterupgradeoperations ClusterUpgradeOperations by phase (every phase reported, 0 when none).
 # TYPE ops_clusterupgradeoperations gauge
+ops_clusterupgradeoperations{phase="AwaitingApproval"} 0
 ops_clusterupgradeoperations{phase="Cancelled"} 0
 ops_clusterupgradeoperations{phase="Cancelling"} 0
 ops_clusterupgradeoperations{phase="Failed"} 1

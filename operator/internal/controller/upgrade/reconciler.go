@@ -28,6 +28,7 @@ import (
 	"github.com/tidbcloud/ops-server/operator/internal/outcome"
 	"github.com/tidbcloud/ops-server/operator/internal/skeleton"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/maintenancewindows"
 )
 
 // FieldOwner is the field manager of every write of the operator.
@@ -53,6 +54,14 @@ type Options struct {
 	// MaxRetryDelay bounds the backoff after transient errors
 	// (skeleton.RateLimiter).
 	MaxRetryDelay time.Duration
+	// WindowRecheckInterval bounds the wait of an operation outside its
+	// maintenance window before it looks again (gates.go).
+	WindowRecheckInterval time.Duration
+	// MaintenanceWindows are the default windows per provider, region and
+	// cluster (--maintenance-windows); nil: none.
+	MaintenanceWindows *maintenancewindows.Defaults
+	// Now is the clock (time.Now if nil); tests inject one.
+	Now func() time.Time
 }
 
 // DefaultOptions are the production defaults.
@@ -65,6 +74,7 @@ func DefaultOptions() Options {
 		DrainTimeout:            time.Hour,
 		MaxConcurrentReconciles: 4,
 		MaxRetryDelay:           skeleton.DefaultMaxRetryDelay,
+		WindowRecheckInterval:   time.Minute,
 	}
 }
 
@@ -81,6 +91,9 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrlruntime.Manager) error {
+	if r.Now == nil {
+		r.Now = r.Options.Now
+	}
 	if r.Now == nil {
 		r.Now = time.Now
 	}
@@ -106,6 +119,8 @@ type scope struct {
 	// waitingFor is the operation of the same cluster this one waits for
 	// before it starts (one active upgrade per cluster).
 	waitingFor *opsv1.ClusterUpgradeOperation
+	// holds is what holds the next step (gates.go).
+	holds holdState
 }
 
 // maxActionsPerReconcile bounds the actions one reconcile takes in a row,
@@ -177,12 +192,13 @@ func (r *Reconciler) act(ctx context.Context, op *opsv1.ClusterUpgradeOperation)
 		}
 		r.summarize(s)
 		record = !s.observedOnly
-		if !op.Status.Phase.IsTerminal() && op.Status.Phase != opsv1.UpgradePhasePaused {
+		if !op.Status.Phase.IsTerminal() && op.Status.Phase != opsv1.UpgradePhasePaused && op.Status.Phase != opsv1.UpgradePhaseAwaitingApproval {
 			requeue, again = s.requeue, s.requeue <= 0
 		}
 	}()
 
 	act := decide(op, r.Now())
+	s.holds.window = r.effectiveWindow(op)
 	logger.V(1).Info("Deciding", "action", act.kind, "step", act.step, "phase", op.Status.Phase)
 	switch act.kind {
 	case actNone: // terminal: nothing to do
@@ -212,6 +228,11 @@ func (r *Reconciler) act(ctx context.Context, op *opsv1.ClusterUpgradeOperation)
 		return
 	}
 
+	// An approval gate or a closed maintenance window holds a step that
+	// has not started (gates.go).
+	if r.hold(s, act) {
+		return
+	}
 	// The remaining actions talk to the cloud: an operation that is
 	// invalid, or waits for another one of its cluster, does not.
 	if act.kind == actPreflight {

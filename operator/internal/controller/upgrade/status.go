@@ -90,6 +90,7 @@ func (r *Reconciler) summarize(s *scope) {
 	default: // Running
 		summarizeRunning(op)
 	}
+	summarizeHolds(s)
 }
 
 // summarizeRunning sets the conditions of an operation that is Pending (and
