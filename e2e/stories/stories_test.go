@@ -95,7 +95,7 @@ func TestStories(t *testing.T) {
 	t.Run("18 migration: a new vmcluster restored from another vmcluster's backup serves the same samples", storyMigrate)
 	t.Run("19 backup schedule every minute with keep_last 2: exactly two backups and their data directories are left", storyBackupSchedule)
 	t.Run("20 backup gate: with backupBeforeRollout a blue-green upgrade fails before the new node group when the backup fails, and moves only after it Succeeded", storyBackupGate)
-	t.Run("21 approval gate: BeforeNodeGroups stops after the control plane, holds across an operator restart, PUT approve finishes it", storyApprovalGate)
+	t.Run("23 approval gate: BeforeNodeGroups stops after the control plane, holds across an operator restart, PUT approve finishes it", storyApprovalGate)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {
