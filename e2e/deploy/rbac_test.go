@@ -315,6 +315,18 @@ func TestOperatorRBACCoversItsCalls(t *testing.T) {
 	forbidden(g, op.Delete(ctx, strayJob), "delete job in an unmanaged namespace")
 	_, err = logs.CoreV1().Pods(unmanaged).GetLogs("vmbackup-absent", &corev1.PodLogOptions{}).DoRaw(ctx)
 	forbidden(g, err, "get pods/log in an unmanaged namespace")
+	forbidden(g, op.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "vm-vmstorage-hold", Namespace: unmanaged}}), "create a hold configmap in an unmanaged namespace")
+
+	// Restores (restore/configmap.go): the hold ConfigMap in the vmcluster
+	// namespace (Get, Create, merge patch of one key), the held pod's
+	// Delete with a UID precondition; nowhere else.
+	hold := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "vm-vmstorage-hold", Namespace: ns}, Data: map[string]string{"vmstorage-vm-0": "ns/r uid"}}
+	authorized(g, op.Create(ctx, hold), "create the hold configmap")
+	authorized(g, op.Get(ctx, client.ObjectKeyFromObject(hold), &corev1.ConfigMap{}), "get the hold configmap")
+	authorized(g, op.Patch(ctx, hold, client.RawPatch(types.MergePatchType, []byte(`{"data":{"vmstorage-vm-0":null}}`))), "patch the hold configmap")
+	heldPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "vmstorage-held", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "vmstorage", Image: "x"}}}}
+	g.Expect(admin.Create(ctx, heldPod)).To(Succeed())
+	authorized(g, op.Delete(ctx, heldPod, client.Preconditions{UID: &heldPod.UID}), "delete the held vmstorage pod")
 
 	// Events: events.k8s.io (the manager's recorder) and core (leader
 	// election).
@@ -379,6 +391,8 @@ func TestOperatorRBACCoversItsCalls(t *testing.T) {
 	forbidden(g, op.List(ctx, &corev1.ConfigMapList{}), "list configmaps cluster-wide")
 	forbidden(g, op.Get(ctx, client.ObjectKey{Namespace: other, Name: "x"}, &corev1.Secret{}), "get secrets outside the vmcluster namespace")
 	forbidden(g, op.List(ctx, &batchv1.JobList{}), "list jobs")
+	forbidden(g, op.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x-vmstorage-hold", Namespace: other}}), "create configmaps outside the vmcluster namespace")
+	forbidden(g, op.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: other}}), "delete pods outside the vmcluster namespace")
 	forbidden(g, op.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns}, Spec: pod.Spec}), "create pods")
 	forbidden(g, op.Delete(ctx, node), "delete nodes (mock cloud disabled)")
 	forbidden(g, op.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-new"}}), "create nodes (mock cloud disabled)")
@@ -485,7 +499,9 @@ func TestMockCloudRBAC(t *testing.T) {
 	g.Expect(groups[0].Name).To(Equal("ng2"))
 
 	forbidden(g, op.List(ctx, &corev1.SecretList{}), "list secrets")
-	forbidden(g, op.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: in.ns}}), "create configmaps outside the mock namespace")
+	// (Not in.ns: the vmcluster namespace, where restores write their hold
+	// ConfigMap.)
+	forbidden(g, op.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: env.NewNamespace(t)}}), "create configmaps outside the mock namespace")
 	forbidden(g, clientAs(t, in.ns, in.serverSA()).Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: in.ns + "-api"}}), "create nodes as ops-apiserver")
 }
 

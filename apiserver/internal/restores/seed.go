@@ -40,7 +40,7 @@ func (s Seeder) CheckSeed(ctx context.Context, name string, replicas int, id str
 		return apierror.InvalidArgument("the request is invalid", apierror.Violation("restore_from.backup", format, args...))
 	}
 	if s.Svc == nil || s.Svc.Backups == nil || !s.Svc.Backups.Defaults.RestoresEnabled {
-		return bad("restores are not enabled on this server (backups.restoresEnabled): ops-operator restores only with --backup-runner=local in this version")
+		return bad("restores are not enabled on this server (backups.restoresEnabled): enable them once every vmcluster runs the vmcluster chart's ops-hold init container (docs/backups.md)")
 	}
 	// Seeding reads another vmcluster's data: the caller needs the
 	// permission of POST .../restores besides vmclusters create.

@@ -50,7 +50,7 @@ const ReasonRestoresUnavailable = "RESTORES_UNAVAILABLE"
 func (s *Service) available() error {
 	if s.Backups == nil || !s.Backups.Defaults.RestoresEnabled {
 		return apierror.FailedPrecondition(ReasonRestoresUnavailable,
-			"restores are not enabled on this server (backups.restoresEnabled): ops-operator restores only with --backup-runner=local in this version; see docs/backups.md for the manual restore")
+			"restores are not enabled on this server (backups.restoresEnabled): enable them once every vmcluster runs the vmcluster chart's ops-hold init container; see docs/backups.md for the manual restore")
 	}
 	return nil
 }

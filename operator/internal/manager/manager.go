@@ -62,10 +62,14 @@ type Options struct {
 	// BackupLocal configures BackupRunnerLocal.
 	BackupLocal backup.LocalModeOptions
 	// Restore tunes the ClusterRestore controller; with BackupRunnerLocal
-	// it restores with VMRestoreBinary (restoring in a real cluster is
-	// not implemented yet: restores are refused there).
+	// it restores with VMRestoreBinary and the backer's annotation hold,
+	// else with vmrestore Jobs and the vmcluster chart's ops-hold init
+	// container (restore.ConfigMapStopper).
 	Restore         restore.Options
 	VMRestoreBinary string
+	// VMRestoreImage is the image of the vmrestore Jobs (--backup-runner=
+	// job); the Jobs otherwise run with the vmbackup Jobs' options.
+	VMRestoreImage string
 	// WatchNamespace limits the operator to one namespace's operations;
 	// empty watches all namespaces.
 	WatchNamespace string
@@ -99,6 +103,7 @@ func DefaultOptions() Options {
 		Upgrade:              upgrade.DefaultOptions(),
 		Backup:               backup.DefaultOptions(),
 		Restore:              restore.DefaultOptions(),
+		VMRestoreImage:       restore.DefaultJobOptions().Image,
 		Operation:            vmclusterop.DefaultOptions(),
 		MockNamespace:        mock.DefaultNamespace,
 		MockOperationTime:    5 * time.Second,
@@ -141,6 +146,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MaintenanceWindows, "maintenance-windows", o.MaintenanceWindows, "YAML file of the default maintenance windows of upgrades per cloud provider, region and cluster (docs/upgrades.md); empty: none.")
 	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig, "Cloud providers' configuration file (see docs/providers); empty enables no real cloud.")
 	fs.StringVar(&o.VMRestoreBinary, "vmrestore-binary", o.VMRestoreBinary, "With --backup-runner=local: the vmrestore executable that ClusterRestores run (default: vmrestore from PATH).")
+	fs.StringVar(&o.VMRestoreImage, "vmrestore-image", o.VMRestoreImage, "Image of the vmrestore Jobs of ClusterRestores (with --backup-runner=job; service account, retries and deadline are the vmbackup Jobs').")
 	fs.DurationVar(&o.Restore.PollInterval, "restore-poll-interval", o.Restore.PollInterval, "How often a ClusterRestore checks a stopping replica, a vmrestore run and a starting replica.")
 	fs.BoolVar(&o.EnableMockCloud, "enable-mock-cloud", o.EnableMockCloud, "Register the simulated cloud (cloudProvider mock), for the local stack and tests.")
 	fs.StringVar(&o.MockNamespace, "mock-namespace", o.MockNamespace, "Namespace of the simulated cloud's state (cloudProvider mock).")
@@ -296,6 +302,16 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 			return nil, err
 		}
 		ro.Runner, ro.Stopper = runner, restore.AnnotationStopper{Client: mgr.GetClient()}
+	}
+	if ro.Runner == nil {
+		// A real cluster: vmrestore as a Job per replica, vmstorage held by
+		// the vmcluster chart's ops-hold init container.
+		jo := bo.Job
+		jo.Image = o.VMRestoreImage
+		ro.Runner = &restore.JobRunner{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Options: jo}
+	}
+	if ro.Stopper == nil {
+		ro.Stopper = restore.ConfigMapStopper{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
 	}
 	if err := (&restore.Reconciler{
 		Client:    mgr.GetClient(),

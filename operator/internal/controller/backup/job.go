@@ -86,7 +86,82 @@ func DefaultJobOptions() JobOptions {
 // key, as vmbackup's -credsFilePath file; without, every key as an
 // environment variable.
 func BuildJob(u Upload, o JobOptions) (*batchv1.Job, error) {
-	pod := u.Pod
+	if u.Pod == nil {
+		return nil, errors.New("no vmstorage pod")
+	}
+	if u.Backup == nil {
+		return nil, errors.New("no ClusterBackup")
+	}
+	if o.Image == "" {
+		return nil, errors.New("no vmbackup image configured")
+	}
+	var owner *metav1.OwnerReference
+	if u.Backup.Namespace == u.Namespace && u.Backup.UID != "" {
+		// Garbage-collected with the ClusterBackup (a Job in another
+		// namespace is removed by the ClusterBackup's finalizer).
+		owner = &metav1.OwnerReference{
+			APIVersion: opsv1.GroupVersion.String(), Kind: opsv1.ClusterBackupKind,
+			Name: u.Backup.Name, UID: u.Backup.UID, Controller: ptr.To(true),
+		}
+	}
+	hostPath := ""
+	if p, ok := fsPath(u.Backup.Spec.Destination.URL); ok {
+		hostPath = p
+	}
+	return BuildReplicaJob(ReplicaJob{
+		Name: u.ID, Namespace: u.Namespace, Pod: u.Pod, Container: vmbackupContainer,
+		Args: func(dataPath, credsFile string) []string {
+			return vmbackupArgs(u.SnapshotName, dataPath, u.Destination, u.Origin, credsFile, vmbackupListenAddr)
+		},
+		ReadOnlyData: true, FSHostPath: hostPath, FSHostPathType: corev1.HostPathDirectoryOrCreate, Credentials: u.Credentials,
+		Labels: map[string]string{
+			LabelName:          "vmbackup",
+			LabelManagedBy:     FieldOwner,
+			LabelClusterBackup: string(u.Backup.UID),
+			LabelVMStoragePod:  truncate(u.Pod.Name, 63),
+		},
+		Annotations: map[string]string{
+			AnnotationBackup:   u.Backup.Namespace + "/" + u.Backup.Name,
+			AnnotationSnapshot: u.SnapshotName,
+		},
+		Owner: owner,
+	}, o)
+}
+
+// ReplicaJob is a Job that runs one VictoriaMetrics tool (vmbackup,
+// vmrestore) against one vmstorage replica's data volume; BuildReplicaJob
+// builds it.
+type ReplicaJob struct {
+	Name, Namespace string
+	// Pod is the vmstorage pod whose node, tolerations, security context
+	// and data volume the Job takes.
+	Pod *corev1.Pod
+	// Container is the name of the Job's one container.
+	Container string
+	// Args returns the container's arguments, given vmstorage's
+	// -storageDataPath and the credentials file ("" for none).
+	Args func(dataPath, credsFile string) []string
+	// ReadOnlyData mounts the data volume read-only (vmbackup); vmrestore
+	// writes it.
+	ReadOnlyData bool
+	// FSHostPath, when not empty, is a node directory (an fs:// backup)
+	// mounted at the same path, as a hostPath of FSHostPathType.
+	FSHostPath     string
+	FSHostPathType corev1.HostPathType
+	// Credentials is the destination's Secret; nil for the ambient
+	// identity.
+	Credentials *opsv1.SecretKeyReference
+	Labels      map[string]string
+	Annotations map[string]string
+	// Owner, when not nil, is the Job's controller reference.
+	Owner *metav1.OwnerReference
+}
+
+// BuildReplicaJob returns the Job of j (see BuildJob for the volume, node
+// and credential rules), with the image, pull policy, service account,
+// retries, deadline and resources of o.
+func BuildReplicaJob(j ReplicaJob, o JobOptions) (*batchv1.Job, error) {
+	pod := j.Pod
 	if pod == nil {
 		return nil, errors.New("no vmstorage pod")
 	}
@@ -94,24 +169,27 @@ func BuildJob(u Upload, o JobOptions) (*batchv1.Job, error) {
 		return nil, fmt.Errorf("pod %s is not scheduled to a node", pod.Name)
 	}
 	if o.Image == "" {
-		return nil, errors.New("no vmbackup image configured")
+		return nil, fmt.Errorf("no %s image configured", j.Container)
 	}
 	ctr, dataPath, mount, vol, err := dataVolume(pod)
 	if err != nil {
 		return nil, err
 	}
+	if !j.ReadOnlyData && vol.PersistentVolumeClaim != nil {
+		vol.PersistentVolumeClaim.ReadOnly = false
+	}
 
 	volumes := []corev1.Volume{vol}
-	mounts := []corev1.VolumeMount{{Name: dataVolumeName, MountPath: mount.MountPath, SubPath: mount.SubPath, ReadOnly: true}}
-	if p, ok := fsPath(u.Backup.Spec.Destination.URL); ok {
+	mounts := []corev1.VolumeMount{{Name: dataVolumeName, MountPath: mount.MountPath, SubPath: mount.SubPath, ReadOnly: j.ReadOnlyData}}
+	if j.FSHostPath != "" {
 		volumes = append(volumes, corev1.Volume{Name: destVolumeName, VolumeSource: corev1.VolumeSource{
-			HostPath: &corev1.HostPathVolumeSource{Path: p, Type: ptr.To(corev1.HostPathDirectoryOrCreate)},
+			HostPath: &corev1.HostPathVolumeSource{Path: j.FSHostPath, Type: ptr.To(j.FSHostPathType)},
 		}})
-		mounts = append(mounts, corev1.VolumeMount{Name: destVolumeName, MountPath: p})
+		mounts = append(mounts, corev1.VolumeMount{Name: destVolumeName, MountPath: j.FSHostPath, ReadOnly: !j.ReadOnlyData})
 	}
 	var envFrom []corev1.EnvFromSource
 	credsFile := ""
-	if c := u.Credentials; c != nil {
+	if c := j.Credentials; c != nil {
 		if c.Key != "" {
 			volumes = append(volumes, corev1.Volume{Name: credsVolumeName, VolumeSource: corev1.VolumeSource{
 				Secret: &corev1.SecretVolumeSource{
@@ -128,29 +206,20 @@ func BuildJob(u Upload, o JobOptions) (*batchv1.Job, error) {
 		}
 	}
 
-	labels := map[string]string{
-		LabelName:          "vmbackup",
-		LabelManagedBy:     FieldOwner,
-		LabelClusterBackup: string(u.Backup.UID),
-		LabelVMStoragePod:  truncate(pod.Name, 63),
-	}
 	job := &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      u.ID,
-			Namespace: u.Namespace,
-			Labels:    labels,
-			Annotations: map[string]string{
-				AnnotationBackup:   u.Backup.Namespace + "/" + u.Backup.Name,
-				AnnotationSnapshot: u.SnapshotName,
-			},
+			Name:        j.Name,
+			Namespace:   j.Namespace,
+			Labels:      j.Labels,
+			Annotations: j.Annotations,
 		},
 		Spec: batchv1.JobSpec{
 			Parallelism:  ptr.To[int32](1),
 			Completions:  ptr.To[int32](1),
 			BackoffLimit: ptr.To(o.BackoffLimit),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: j.Labels},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					ServiceAccountName:           o.ServiceAccountName,
@@ -169,10 +238,10 @@ func BuildJob(u Upload, o JobOptions) (*batchv1.Job, error) {
 					SecurityContext:  pod.Spec.SecurityContext.DeepCopy(),
 					Volumes:          volumes,
 					Containers: []corev1.Container{{
-						Name:                     vmbackupContainer,
+						Name:                     j.Container,
 						Image:                    o.Image,
 						ImagePullPolicy:          o.ImagePullPolicy,
-						Args:                     vmbackupArgs(u.SnapshotName, dataPath, u.Destination, u.Origin, credsFile, vmbackupListenAddr),
+						Args:                     j.Args(dataPath, credsFile),
 						EnvFrom:                  envFrom,
 						VolumeMounts:             mounts,
 						Resources:                *o.Resources.DeepCopy(),
@@ -186,13 +255,8 @@ func BuildJob(u Upload, o JobOptions) (*batchv1.Job, error) {
 	if o.ActiveDeadline > 0 {
 		job.Spec.ActiveDeadlineSeconds = ptr.To(int64(o.ActiveDeadline / time.Second))
 	}
-	if u.Backup.Namespace == u.Namespace && u.Backup.UID != "" {
-		// Garbage-collected with the ClusterBackup (a Job in another
-		// namespace is removed by the ClusterBackup's finalizer).
-		job.OwnerReferences = []metav1.OwnerReference{{
-			APIVersion: opsv1.GroupVersion.String(), Kind: opsv1.ClusterBackupKind,
-			Name: u.Backup.Name, UID: u.Backup.UID, Controller: ptr.To(true),
-		}}
+	if j.Owner != nil {
+		job.OwnerReferences = []metav1.OwnerReference{*j.Owner}
 	}
 	return job, nil
 }
@@ -311,6 +375,16 @@ type JobRunner struct {
 	// Logs reads a succeeded pod's log for the backup size; nil: no size.
 	Logs    LogReader
 	Options JobOptions
+	// Container is the Job container whose termination is read for a
+	// failure's reason; empty: vmbackup's.
+	Container string
+}
+
+func (r *JobRunner) container() string {
+	if r.Container == "" {
+		return vmbackupContainer
+	}
+	return r.Container
 }
 
 var _ Runner = (*JobRunner)(nil)
@@ -345,7 +419,7 @@ func (r *JobRunner) Status(ctx context.Context, ref UploadRef) (UploadStatus, er
 	case jobCondition(job, batchv1.JobComplete):
 		st := UploadStatus{State: UploadSucceeded}
 		if pod := r.latestPod(ctx, job, true); pod != nil && r.Logs != nil {
-			if log, err := r.Logs(ctx, pod.Namespace, pod.Name, vmbackupContainer, 64<<10); err == nil {
+			if log, err := r.Logs(ctx, pod.Namespace, pod.Name, r.container(), 64<<10); err == nil {
 				st.Bytes = max(parseBackedUpBytes(log), 0)
 			}
 		}
@@ -384,7 +458,7 @@ func (r *JobRunner) latestPod(ctx context.Context, job *batchv1.Job, success boo
 	var best *corev1.Pod
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		t := terminated(p)
+		t := terminated(p, r.container())
 		if t == nil || (t.ExitCode == 0) != success {
 			continue
 		}
@@ -395,9 +469,9 @@ func (r *JobRunner) latestPod(ctx context.Context, job *batchv1.Job, success boo
 	return best
 }
 
-func terminated(p *corev1.Pod) *corev1.ContainerStateTerminated {
+func terminated(p *corev1.Pod, container string) *corev1.ContainerStateTerminated {
 	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name == vmbackupContainer && cs.State.Terminated != nil {
+		if cs.Name == container && cs.State.Terminated != nil {
 			return cs.State.Terminated
 		}
 	}
@@ -414,12 +488,12 @@ func (r *JobRunner) failureMessage(ctx context.Context, job *batchv1.Job) string
 		}
 	}
 	if pod := r.latestPod(ctx, job, false); pod != nil {
-		t := terminated(pod)
+		t := terminated(pod, r.container())
 		if msg := vmbackupError(t.Message); msg != "" {
 			return msg
 		}
 		var b bytes.Buffer
-		fmt.Fprintf(&b, "container %s of pod %s exited with code %d", vmbackupContainer, pod.Name, t.ExitCode)
+		fmt.Fprintf(&b, "container %s of pod %s exited with code %d", r.container(), pod.Name, t.ExitCode)
 		if t.Reason != "" {
 			fmt.Fprintf(&b, " (%s)", t.Reason)
 		}

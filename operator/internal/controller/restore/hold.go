@@ -27,17 +27,23 @@ const LocalStoppedAnnotation = "local.ops.observability.tidbcloud.com/stopped"
 
 // Stopper stops and starts the vmstorage of one replica.
 type Stopper interface {
+	// Problem says why the pod cannot be held ("" when it can); a
+	// restore checks every replica before it touches any.
+	Problem(pod *corev1.Pod) string
 	// Hold asks for the pod's vmstorage to stop and stay stopped
-	// (idempotent).
-	Hold(ctx context.Context, pod *corev1.Pod, owner string) error
-	// Stopped reports whether the pod's vmstorage is held and has
-	// stopped: its volume may be written.
-	Stopped(pod *corev1.Pod) bool
+	// (idempotent) and reports whether it is held and has stopped: its
+	// volume may be written.
+	Hold(ctx context.Context, pod *corev1.Pod, owner string) (stopped bool, err error)
+	// HeldBy returns the owner holding the pod, "" when none.
+	HeldBy(ctx context.Context, pod *corev1.Pod) (string, error)
 	// Release lets the pod's vmstorage start again (idempotent).
 	Release(ctx context.Context, pod *corev1.Pod) error
 	// Running reports whether the pod's vmstorage runs again and is
 	// Ready.
 	Running(pod *corev1.Pod) bool
+	// ReleaseHint says how a person starts a held pod's vmstorage by
+	// hand (for the message of a failed restore).
+	ReleaseHint(pod *corev1.Pod) string
 }
 
 // AnnotationStopper is the Stopper of local mode: the hold is
@@ -49,18 +55,27 @@ type AnnotationStopper struct {
 
 var _ Stopper = AnnotationStopper{}
 
+// Problem: none, every pod of the local stack can be held.
+func (s AnnotationStopper) Problem(*corev1.Pod) string { return "" }
+
 // Hold sets HoldAnnotation on the pod (its UID in the patch, so it never
-// lands on a pod re-created under the same name).
-func (s AnnotationStopper) Hold(ctx context.Context, pod *corev1.Pod, owner string) error {
-	if pod.Annotations[HoldAnnotation] == owner {
-		return nil
+// lands on a pod re-created under the same name); stopped once the
+// backer says the process is gone.
+func (s AnnotationStopper) Hold(ctx context.Context, pod *corev1.Pod, owner string) (bool, error) {
+	if pod.Annotations[HoldAnnotation] != owner {
+		return false, s.patch(ctx, pod, owner)
 	}
-	return s.patch(ctx, pod, owner)
+	return pod.Annotations[LocalStoppedAnnotation] == "true", nil
 }
 
-// Stopped: held, and the backer says the process is gone.
-func (s AnnotationStopper) Stopped(pod *corev1.Pod) bool {
-	return pod.Annotations[HoldAnnotation] != "" && pod.Annotations[LocalStoppedAnnotation] == "true"
+// HeldBy is the annotation's value.
+func (s AnnotationStopper) HeldBy(_ context.Context, pod *corev1.Pod) (string, error) {
+	return pod.Annotations[HoldAnnotation], nil
+}
+
+// ReleaseHint: remove the annotation.
+func (s AnnotationStopper) ReleaseHint(*corev1.Pod) string {
+	return "remove the annotation " + HoldAnnotation + " from the pod"
 }
 
 // Release removes HoldAnnotation.

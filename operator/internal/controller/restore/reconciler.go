@@ -191,7 +191,7 @@ func (r *Reconciler) claim(ctx context.Context, s *scope) error {
 		return nil
 	}
 	if r.Options.Runner == nil || r.Options.Stopper == nil {
-		return fail(opsv1.InvalidSpecReason, "restoring is only available when ops-operator runs in local mode (--backup-runner=local) in this version; see docs/backups.md for the manual restore")
+		return fail(opsv1.InvalidSpecReason, "this ops-operator restores nothing (no vmrestore runner or vmstorage stopper configured); see docs/backups.md for the manual restore")
 	}
 	if msg := rs.CrossNamespaceProblem(); msg != "" {
 		return fail(opsv1.InvalidSpecReason, msg)
@@ -230,6 +230,12 @@ func (r *Reconciler) claim(ctx context.Context, s *scope) error {
 	targets := make([]string, 0, len(pods))
 	for n := range pods {
 		targets = append(targets, n)
+	}
+	sort.Strings(targets)
+	for _, t := range targets {
+		if problem := r.Options.Stopper.Problem(pods[t]); problem != "" {
+			return fail(opsv1.InvalidSpecReason, fmt.Sprintf("vmstorage pod %s/%s cannot be stopped for a restore: %s", key.Namespace, t, problem))
+		}
 	}
 	mapping, err := opsv1.PlanReplicaSources(targets, sources, rs.Spec.ReplicaMapping)
 	if err != nil {
@@ -405,14 +411,24 @@ func (r *Reconciler) pod(ctx context.Context, rs *opsv1.ClusterRestore, rep *ops
 
 func (r *Reconciler) owner(rs *opsv1.ClusterRestore) string { return rs.Namespace + "/" + rs.Name }
 
+// credentials is the restored backup's destination Secret (nil for the
+// ambient identity), for the vmrestore Job.
+func (r *Reconciler) credentials(ctx context.Context, rs *opsv1.ClusterRestore) (*opsv1.SecretKeyReference, error) {
+	b := &opsv1.ClusterBackup{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: rs.Namespace, Name: rs.Spec.Backup}, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, outcome.Terminal(fmt.Errorf("ClusterBackup %s/%s was deleted before its restore started", rs.Namespace, rs.Spec.Backup))
+		}
+		return nil, fmt.Errorf("getting ClusterBackup %s/%s: %w", rs.Namespace, rs.Spec.Backup, err)
+	}
+	return b.Spec.Destination.CredentialsSecretRef, nil
+}
+
 // stop holds the replica; once it stopped, Restoring is recorded with the
 // run's ID (the run starts on the next pass).
 func (r *Reconciler) stop(ctx context.Context, rs *opsv1.ClusterRestore, rep *opsv1.ReplicaRestore, pod *corev1.Pod) (bool, error) {
-	if err := r.Options.Stopper.Hold(ctx, pod, r.owner(rs)); err != nil {
+	if stopped, err := r.Options.Stopper.Hold(ctx, pod, r.owner(rs)); err != nil || !stopped {
 		return false, err
-	}
-	if !r.Options.Stopper.Stopped(pod) {
-		return false, nil
 	}
 	rep.State, rep.RunID = opsv1.ReplicaRestoreRestoring, runID(rs, rep.Pod)
 	r.replicaEvent(rs, rep, corev1.EventTypeNormal, "ReplicaStopped", "vmstorage of %s stopped; restoring it from %s", rep.Pod, rep.Source)
@@ -422,11 +438,8 @@ func (r *Reconciler) stop(ctx context.Context, rs *opsv1.ClusterRestore, rep *op
 // restore keeps the hold (a pod re-created meanwhile is held again before
 // anything else), starts the replica's vmrestore once and observes it.
 func (r *Reconciler) restore(ctx context.Context, rs *opsv1.ClusterRestore, rep *opsv1.ReplicaRestore, pod *corev1.Pod) (bool, error) {
-	if err := r.Options.Stopper.Hold(ctx, pod, r.owner(rs)); err != nil {
+	if stopped, err := r.Options.Stopper.Hold(ctx, pod, r.owner(rs)); err != nil || !stopped {
 		return false, err
-	}
-	if !r.Options.Stopper.Stopped(pod) {
-		return false, nil
 	}
 	ref := backup.UploadRef{Namespace: pod.Namespace, ID: rep.RunID}
 	st, err := r.Options.Runner.Status(ctx, ref)
@@ -435,7 +448,11 @@ func (r *Reconciler) restore(ctx context.Context, rs *opsv1.ClusterRestore, rep 
 	}
 	switch st.State {
 	case backup.UploadNotFound:
-		if err := r.Options.Runner.Start(ctx, ref, pod, rep.Source); err != nil {
+		creds, err := r.credentials(ctx, rs)
+		if err != nil {
+			return false, err
+		}
+		if err := r.Options.Runner.Start(ctx, ref, rs, pod, rep.Source, creds); err != nil {
 			return false, err
 		}
 		r.replicaEvent(rs, rep, corev1.EventTypeNormal, "RestoreStarted", "vmrestore %s started for %s from %s", rep.RunID, rep.Pod, rep.Source)
@@ -451,7 +468,7 @@ func (r *Reconciler) restore(ctx context.Context, rs *opsv1.ClusterRestore, rep 
 		if st.Message != "" {
 			msg += ": " + st.Message
 		}
-		return false, outcome.Terminal(errors.New(msg + "; its vmstorage stays stopped (the data is incomplete): restore again, or remove the annotation " + HoldAnnotation + " from the pod to start it as it is"))
+		return false, outcome.Terminal(errors.New(msg + "; its vmstorage stays stopped (the data is incomplete): restore again, or " + r.Options.Stopper.ReleaseHint(pod) + " to start it as it is"))
 	}
 }
 
@@ -568,7 +585,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, rs *opsv1.ClusterResto
 			}
 		}
 		whole := rep.State == opsv1.ReplicaRestoreStopping || rep.State == opsv1.ReplicaRestoreStarting || rep.State == opsv1.ReplicaRestoreSucceeded
-		if pod != nil && whole && pod.Annotations[HoldAnnotation] == r.owner(rs) && r.Options.Stopper != nil {
+		if pod == nil || !whole || r.Options.Stopper == nil {
+			continue
+		}
+		if owner, err := r.Options.Stopper.HeldBy(ctx, pod); err != nil {
+			return reconcile.Result{}, err
+		} else if owner == r.owner(rs) {
 			if err := r.Options.Stopper.Release(ctx, pod); err != nil {
 				return reconcile.Result{}, err
 			}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/backup"
 )
 
@@ -14,7 +15,9 @@ import (
 // (backup.UploadRef: the VMCluster's namespace and the replica's runID):
 // Start is idempotent per ID, Status observes a run, Delete stops it.
 type Runner interface {
-	Start(ctx context.Context, ref backup.UploadRef, pod *corev1.Pod, source string) error
+	// Start starts vmrestore of source into the pod's volume for rs
+	// (creds: the backup destination's Secret, nil for none).
+	Start(ctx context.Context, ref backup.UploadRef, rs *opsv1.ClusterRestore, pod *corev1.Pod, source string, creds *opsv1.SecretKeyReference) error
 	Status(ctx context.Context, ref backup.UploadRef) (backup.UploadStatus, error)
 	Delete(ctx context.Context, ref backup.UploadRef) error
 }
@@ -32,7 +35,7 @@ var _ Runner = LocalRunner{}
 // Start runs vmrestore -src=<source> -storageDataPath=<the pod's data
 // directory>, once per ref. No metrics listener (as vmbackup: several run
 // at once with AllAtOnce, and nothing scrapes them).
-func (r LocalRunner) Start(ctx context.Context, ref backup.UploadRef, pod *corev1.Pod, source string) error {
+func (r LocalRunner) Start(ctx context.Context, ref backup.UploadRef, _ *opsv1.ClusterRestore, pod *corev1.Pod, source string, _ *opsv1.SecretKeyReference) error {
 	dataPath, err := r.StorageDataPath(pod)
 	if err != nil {
 		return backup.Permanent(fmt.Errorf("data directory of pod %s: %w", pod.Name, err))
