@@ -19,6 +19,9 @@ VERSION    ?= dev
 # Where tests and the local stack find the tool binaries (and where `make
 # tools` links them): the environment wins, e.g. OPS_BIN_DIR=/opt/ops-tools.
 OPS_BIN_DIR ?= $(BIN)
+ifeq ($(strip $(OPS_BIN_DIR)),)
+OPS_BIN_DIR := $(BIN)
+endif
 export OPS_BIN_DIR
 
 # The tools each target needs (hack/tools/build.sh builds only those; the
