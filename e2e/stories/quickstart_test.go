@@ -167,20 +167,12 @@ func quickstartEnv(t *testing.T, dir string) []string {
 
 // resetForQuickstart puts dev-cluster and the namespace back as `make dev`
 // starts them: no vmcluster named vmcluster, no upgrade operation of
-// dev-cluster, the simulated cluster at its seed state with only its seed
+// dev-cluster, no backup schedule named every-minute, the simulated cluster at its seed state with only its seed
 // node groups' Nodes. On a fresh stack it changes nothing.
 func resetForQuickstart(t *testing.T) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	if code, _ := call(t, http.MethodGet, vmclusters+"/vmcluster", nil); code == http.StatusOK {
-		code, body := call(t, http.MethodDelete, vmclusters+"/vmcluster", nil)
-		g.Expect(code).To(BeNumerically("<", 300), "%v", body)
-		g.Eventually(func() int {
-			code, _ := call(t, http.MethodGet, vmclusters+"/vmcluster", nil)
-			return code
-		}, 3*time.Minute, time.Second).Should(Equal(http.StatusNotFound))
-	}
 	ops := &opsv1.ClusterUpgradeOperationList{}
 	g.Expect(st.Env.Client.List(ctx, ops, client.InNamespace(obs))).To(Succeed())
 	for i := range ops.Items {
@@ -193,6 +185,22 @@ func resetForQuickstart(t *testing.T) {
 			return apierrors.IsNotFound(st.Env.Client.Get(ctx, client.ObjectKeyFromObject(op), &opsv1.ClusterUpgradeOperation{}))
 		}, 2*time.Minute, time.Second).Should(BeTrue(), "upgrade operation %s deleted", op.Name)
 	}
+	if code, _ := call(t, http.MethodGet, vmclusters+"/vmcluster", nil); code == http.StatusOK {
+		code, body := call(t, http.MethodDelete, vmclusters+"/vmcluster", nil)
+		g.Expect(code).To(BeNumerically("<", 300), "%v", body)
+		g.Eventually(func() int {
+			code, _ := call(t, http.MethodGet, vmclusters+"/vmcluster", nil)
+			return code
+		}, 3*time.Minute, time.Second).Should(Equal(http.StatusNotFound))
+	}
+	// The page's schedule is named every-minute, like story 19's (a
+	// ClusterBackupSchedule is named after the schedule).
+	sched := &opsv1.ClusterBackupSchedule{}
+	sched.Namespace, sched.Name = obs, "every-minute"
+	g.Expect(client.IgnoreNotFound(st.Env.Client.Delete(ctx, sched))).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(st.Env.Client.Get(ctx, client.ObjectKeyFromObject(sched), &opsv1.ClusterBackupSchedule{}))
+	}, 2*time.Minute, time.Second).Should(BeTrue(), "backup schedule every-minute deleted")
 	seed := stack.DevClusterState()
 	nodes := &corev1.NodeList{}
 	g.Expect(st.Env.Client.List(ctx, nodes, client.MatchingLabels{mock.ClusterLabel: stack.DevCluster.Name})).To(Succeed())
