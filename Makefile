@@ -16,7 +16,22 @@ TEST_FLAGS ?= -count=1 -timeout=30m
 # The version ops_build_info reports (make build VERSION=v1.2.3).
 VERSION    ?= dev
 
-export OPS_BIN_DIR := $(BIN)
+# Where tests and the local stack find the tool binaries (and where `make
+# tools` links them): the environment wins, e.g. OPS_BIN_DIR=/opt/ops-tools.
+OPS_BIN_DIR ?= $(BIN)
+ifeq ($(strip $(OPS_BIN_DIR)),)
+OPS_BIN_DIR := $(BIN)
+endif
+export OPS_BIN_DIR
+
+# The tools each target needs (hack/tools/build.sh builds only those; the
+# e2e suite and the local stack need every tool).
+TOOLS_GENERATE    := controller-gen
+TOOLS_INTEGRATION := etcd kube-apiserver kubectl source-controller helm-controller vmstorage vminsert vmselect vmbackup vmrestore
+# Packages of each test group (hack/test-groups.txt).
+UNIT_PKGS         = $(shell hack/test-groups.sh packages unit)
+INTEGRATION_PKGS  = $(shell hack/test-groups.sh packages integration)
+E2E_PKGS          = $(shell hack/test-groups.sh packages e2e)
 
 ##@ General
 
@@ -27,19 +42,23 @@ help: ## Show this help.
 ##@ Tools
 
 .PHONY: tools
-tools: ## Build the pinned tool binaries (kube-apiserver, etcd, Flux, controller-gen, ...) into bin/, cached per user.
+tools: ## Build the pinned tool binaries (kube-apiserver, etcd, Flux, controller-gen, ...) into bin/, cached per user; the last line times each.
 	hack/tools/build.sh
+
+.PHONY: tools-integration
+tools-integration: ## Only the tools the integration tests run (etcd, kube-apiserver, kubectl, Flux, VictoriaMetrics).
+	hack/tools/build.sh $(TOOLS_INTEGRATION)
 
 ##@ Development
 
 .PHONY: generate
 generate: ## Generate deepcopy code for the API types.
-	hack/tools/build.sh controller-gen
-	cd operator/api && $(BIN)/controller-gen object:headerFile=$(ROOT)/hack/boilerplate.go.txt paths=./...
+	hack/tools/build.sh $(TOOLS_GENERATE)
+	cd operator/api && $(OPS_BIN_DIR)/controller-gen object:headerFile=$(ROOT)/hack/boilerplate.go.txt paths=./...
 
 .PHONY: manifests
 manifests: ## Generate the CRDs into crds/ (ours and the Flux kinds we use), the chart's CRDs and the kustomize base.
-	hack/tools/build.sh controller-gen
+	hack/tools/build.sh $(TOOLS_GENERATE)
 	hack/manifests.sh
 	hack/render-kustomize.sh
 
@@ -62,12 +81,12 @@ verify: generate manifests ## Fail when generated files are stale or go.mod file
 
 .PHONY: build
 build: ## Build the ops-apiserver and ops-operator binaries into bin/.
-	go build -ldflags "-X github.com/tidbcloud/ops-server/operator/pkg/buildinfo.Version=$(VERSION)" -o $(BIN)/ ./apiserver/cmd/... ./operator/cmd/...
+	go build -ldflags "-X github.com/tidbcloud/ops-server/operator/pkg/buildinfo.Version=$(VERSION)" -o $(OPS_BIN_DIR)/ ./apiserver/cmd/... ./operator/cmd/...
 
 .PHONY: dev
 dev: tools build ## Run the whole stack locally on 127.0.0.1 (see README).
-	go build -o $(BIN)/ ./e2e/cmd/ops-dev
-	$(BIN)/ops-dev --state-dir $(ROOT)/.dev
+	go build -o $(OPS_BIN_DIR)/ ./e2e/cmd/ops-dev
+	$(OPS_BIN_DIR)/ops-dev --state-dir $(ROOT)/.dev
 
 .PHONY: dev-clean
 dev-clean: ## Forget the local stack's state.
@@ -76,12 +95,24 @@ dev-clean: ## Forget the local stack's state.
 ##@ Test
 
 .PHONY: test
-test: tools lint verify ## Everything CI runs: lint, verify, then every test of every module (unit, integration on a real control plane with real Flux, e2e).
+test: tools lint verify test-groups ## Everything CI runs: lint, verify, then every test of every module (unit, integration on a real control plane with real Flux, e2e).
 	$(GO_TEST) $(TEST_FLAGS) $(PKGS)
+
+.PHONY: test-groups
+test-groups: ## Check that every package with tests is in one test group (hack/test-groups.txt).
+	hack/test-groups.sh check
+
+.PHONY: test-unit
+test-unit: test-groups ## Only the tests that need no tool binary and no control plane (builds no tool).
+	$(GO_TEST) $(TEST_FLAGS) $(UNIT_PKGS)
+
+.PHONY: test-integration
+test-integration: tools-integration test-groups ## Only the tests on a real control plane (etcd, kube-apiserver, Flux); builds only their tools.
+	$(GO_TEST) $(TEST_FLAGS) $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e
 test-e2e: tools ## Only the e2e suite (the whole local stack, driven through the REST API).
-	$(GO_TEST) $(TEST_FLAGS) ./e2e/...
+	$(GO_TEST) $(TEST_FLAGS) $(E2E_PKGS)
 
 # BENCH_FLAGS are passed to ops-bench, e.g. BENCH_FLAGS='-running=20 -operator-ops=50'
 # for a quicker run (go run ./e2e/cmd/ops-bench -h lists the sizes).

@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	starlarkjson "go.starlark.net/lib/json"
 	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
 
 	"github.com/tidbcloud/ops-server/e2e/deploy/render"
@@ -24,7 +25,8 @@ var tiltFileOptions = &syntax.FileOptions{Set: true, While: true, TopLevelContro
 // tilt records what a Tiltfile asked for, through stubs of Tilt's builtins.
 type tilt struct {
 	t          *testing.T
-	localRes   map[string]map[string]string // name -> cmd, deps
+	flags      map[string]bool              // what config.parse() returns (tilt up -- --local)
+	localRes   map[string]map[string]string // name -> cmd, serve_cmd, deps, ignore, resource_deps (comma-joined)
 	images     map[string]map[string]any    // docker_build ref -> kwargs
 	resources  map[string][]string          // k8s_resource workload -> port_forwards
 	yamlFiles  []string
@@ -40,13 +42,23 @@ type tilt struct {
 // forwards are those of the chart rendered with the dev values.
 func TestTiltfile(t *testing.T) {
 	g := NewWithT(t)
+	rec := execTiltfile(t, nil)
+	testKindMode(t, g, rec)
+}
+
+// execTiltfile parses the Tiltfile with the Go implementation of Starlark
+// and executes it against recorders of the Tilt builtins, with flags as
+// the command line's (tilt up -- --local: {"local": true}).
+func execTiltfile(t *testing.T, flags map[string]bool) *tilt {
+	t.Helper()
+	g := NewWithT(t)
 	path := filepath.Join(root, "Tiltfile")
 	src, err := os.ReadFile(path)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = tiltFileOptions.Parse(path, src, syntax.RetainComments)
 	g.Expect(err).NotTo(HaveOccurred(), "Tiltfile syntax")
 
-	rec := &tilt{t: t, localRes: map[string]map[string]string{}, images: map[string]map[string]any{}, resources: map[string][]string{}}
+	rec := &tilt{t: t, flags: flags, localRes: map[string]map[string]string{}, images: map[string]map[string]any{}, resources: map[string][]string{}}
 	thread := &starlark.Thread{
 		Name: "tiltfile",
 		Load: func(_ *starlark.Thread, module string) (starlark.StringDict, error) {
@@ -58,7 +70,11 @@ func TestTiltfile(t *testing.T) {
 	}
 	_, err = starlark.ExecFileOptions(tiltFileOptions, thread, path, src, rec.builtins())
 	g.Expect(err).NotTo(HaveOccurred(), "executing the Tiltfile against stubs")
+	return rec
+}
 
+// testKindMode checks the default mode (kind).
+func testKindMode(t *testing.T, g Gomega, rec *tilt) {
 	g.Expect(rec.allowedCtx).To(Equal([]string{"kind-ops-server"}))
 
 	// Host builds: the binaries, and the buttons.
@@ -157,10 +173,35 @@ func (r *tilt) builtins() starlark.StringDict {
 		"decode_yaml_stream": starlark.NewBuiltin("decode_yaml_stream", r.decodeYAMLStream),
 		"encode_yaml_stream": starlark.NewBuiltin("encode_yaml_stream", r.encodeYAMLStream),
 		"k8s_resource":       starlark.NewBuiltin("k8s_resource", r.k8sResource),
+		"config": &starlarkstruct.Module{Name: "config", Members: starlark.StringDict{
+			"define_bool": starlark.NewBuiltin("config.define_bool", func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+				if len(args) != 1 {
+					return nil, fmt.Errorf("config.define_bool wants the flag's name")
+				}
+				return starlark.None, nil
+			}),
+			"parse": starlark.NewBuiltin("config.parse", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+				d := starlark.NewDict(len(r.flags))
+				for k, v := range r.flags {
+					_ = d.SetKey(starlark.String(k), starlark.Bool(v))
+				}
+				return d, nil
+			}),
+		}},
+		"probe":           starlark.NewBuiltin("probe", kwargsStruct),
+		"http_get_action": starlark.NewBuiltin("http_get_action", kwargsStruct),
 		"fail": starlark.NewBuiltin("fail", func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 			return nil, fmt.Errorf("fail: %v", args)
 		}),
 	}
+}
+
+// kwargsStruct records a builtin's keyword arguments as a struct.
+func kwargsStruct(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if len(args) > 0 {
+		return nil, fmt.Errorf("%s takes keyword arguments only", b.Name())
+	}
+	return starlarkstruct.FromKeywords(starlark.String(b.Name()), kwargs), nil
 }
 
 // blob is Tilt's Blob: YAML text.
@@ -196,15 +237,24 @@ func (r *tilt) readJSON(_ *starlark.Thread, _ *starlark.Builtin, args starlark.T
 func (r *tilt) localResource(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	kw := kwargMap(kwargs)
 	rec := map[string]string{}
-	if cmd, ok := kw["cmd"].(starlark.String); ok {
-		rec["cmd"] = string(cmd)
-	}
-	if deps, ok := kw["deps"].(*starlark.List); ok {
-		var ds []string
-		for i := 0; i < deps.Len(); i++ {
-			ds = append(ds, string(deps.Index(i).(starlark.String)))
+	for _, k := range []string{"cmd", "serve_cmd"} {
+		if v, ok := kw[k].(starlark.String); ok {
+			rec[k] = string(v)
 		}
-		rec["deps"] = strings.Join(ds, ",")
+	}
+	for _, k := range []string{"deps", "ignore", "resource_deps"} {
+		if list, ok := kw[k].(*starlark.List); ok {
+			var ds []string
+			for i := 0; i < list.Len(); i++ {
+				ds = append(ds, string(list.Index(i).(starlark.String)))
+			}
+			rec[k] = strings.Join(ds, ",")
+		}
+	}
+	if p, ok := kw["readiness_probe"].(*starlarkstruct.Struct); ok {
+		if hg, err := p.Attr("http_get"); err == nil {
+			rec["readiness_probe"] = hg.String()
+		}
 	}
 	if ai, ok := kw["auto_init"]; ok {
 		rec["auto_init"] = ai.String()

@@ -196,7 +196,13 @@ func (s *Stack) seedCloud(ctx context.Context) error {
 	} else if !cloud.IsNotFound(err) {
 		return err
 	}
-	return p.Seed(ctx, DevCluster, mock.ClusterState{
+	return p.Seed(ctx, DevCluster, DevClusterState())
+}
+
+// DevClusterState is the simulated cloud's dev-cluster as the stack seeds
+// it: 1.29, node groups observability-ng (2) and vmstorage (3), three addons.
+func DevClusterState() mock.ClusterState {
+	return mock.ClusterState{
 		Version: "1.29",
 		NodeGroups: map[string]*mock.NodeGroupState{
 			"observability-ng": {Size: 2, InstanceTypes: []string{"m5.xlarge"}, Labels: map[string]string{"node-role.observability/general": "true"}},
@@ -207,7 +213,7 @@ func (s *Stack) seedCloud(ctx context.Context) error {
 			"coredns":    {Version: "v1.11.1-eksbuild.9", AvailableVersions: []string{"v1.11.1-eksbuild.9", "v1.11.3-eksbuild.1"}},
 			"kube-proxy": {Version: "v1.29.3-eksbuild.2", AvailableVersions: []string{"v1.29.3-eksbuild.2", "v1.30.0-eksbuild.3"}},
 		},
-	})
+	}
 }
 
 // Processes returns the child processes, for logs on failure.

@@ -96,6 +96,7 @@ func TestStories(t *testing.T) {
 	t.Run("19 backup schedule every minute with keep_last 2: exactly two backups and their data directories are left", storyBackupSchedule)
 	t.Run("20 backup gate: with backupBeforeRollout a blue-green upgrade fails before the new node group when the backup fails, and moves only after it Succeeded", storyBackupGate)
 	t.Run("23 approval gate: BeforeNodeGroups stops after the control plane, holds across an operator restart, PUT approve finishes it", storyApprovalGate)
+	t.Run("25 the quickstart: docs/quickstart.md's shell blocks run in order against the stack", storyQuickstart)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {

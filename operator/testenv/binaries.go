@@ -47,20 +47,48 @@ func mustBinDir() string {
 	return d
 }
 
-// Binary returns the path of a tool binary built by `make tools`, or an
-// error that says how to build it.
+// AssetsEnv names the directory of control-plane binaries envtest and
+// setup-envtest use (etcd, kube-apiserver, kubectl). When it is set, those
+// binaries are taken from it instead of bin/, as in kubebuilder projects.
+const AssetsEnv = "KUBEBUILDER_ASSETS"
+
+// assetBinaries are the binaries $KUBEBUILDER_ASSETS provides.
+var assetBinaries = map[string]bool{"etcd": true, "kube-apiserver": true, "kubectl": true}
+
+// Binary returns the path of a tool binary: for etcd, kube-apiserver and
+// kubectl $KUBEBUILDER_ASSETS/<name> when that variable is set, otherwise
+// <BinDir>/<name> as built (or linked) by `make tools`; a missing binary is
+// an error that says how to get it. etcd and kube-apiserver must be in
+// $KUBEBUILDER_ASSETS when it is set (a mistyped directory is not silently
+// replaced by bin/); a kubectl missing there is taken from bin/.
 func Binary(name string) (string, error) {
+	if assets := os.Getenv(AssetsEnv); assets != "" && assetBinaries[name] {
+		p := filepath.Join(assets, name)
+		if err := executable(p); err == nil || name != "kubectl" {
+			if err != nil {
+				return "", fmt.Errorf("testenv: %s=%s: %w (unset it to use bin/ from `make tools`)", AssetsEnv, assets, err)
+			}
+			return p, nil
+		}
+	}
 	dir, err := BinDir()
 	if err != nil {
 		return "", err
 	}
 	p := filepath.Join(dir, name)
-	fi, err := os.Stat(p)
-	if err != nil {
-		return "", fmt.Errorf("testenv: %s not found (%v): run `make tools` to build it into bin/", p, err)
-	}
-	if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("testenv: %s is not an executable file: run `make tools`", p)
+	if err := executable(p); err != nil {
+		return "", fmt.Errorf("testenv: %w: run `make tools` to build it into bin/", err)
 	}
 	return p, nil
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("%s not found (%v)", p, err)
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", p)
+	}
+	return nil
 }

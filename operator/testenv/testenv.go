@@ -79,7 +79,8 @@ func NewScheme(extra ...func(*runtime.Scheme) error) (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// Start starts etcd and kube-apiserver from bin/ and installs crds/.
+// Start starts etcd and kube-apiserver (from $KUBEBUILDER_ASSETS when set,
+// otherwise from bin/; see Binary) and installs crds/.
 func Start(opts Options) (*Environment, error) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -119,8 +120,12 @@ func Start(opts Options) (*Environment, error) {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, DataDir: opts.EtcdDataDir}
-	// kubectl is only used by tests that ask for it; point at bin/ anyway.
-	env.ControlPlane.KubectlPath = filepath.Join(mustBinDir(), "kubectl")
+	// kubectl is only used by tests that ask for it; point at it anyway.
+	if kubectl, err := Binary("kubectl"); err == nil {
+		env.ControlPlane.KubectlPath = kubectl
+	} else {
+		env.ControlPlane.KubectlPath = filepath.Join(mustBinDir(), "kubectl")
+	}
 
 	cfg, err := env.Start()
 	if err != nil {
@@ -128,7 +133,7 @@ func Start(opts Options) (*Environment, error) {
 		// (installing the CRDs) fails.
 		_ = env.Stop()
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", mustBinDir(), err)
+		return nil, fmt.Errorf("starting %s and %s: %w", apiserverPath, etcdPath, err)
 	}
 	e := &Environment{Config: cfg, Scheme: scheme, Dir: dir, env: env}
 	if e.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {

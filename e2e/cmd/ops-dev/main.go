@@ -21,14 +21,15 @@ func main() {
 	addr := flag.String("listen-address", stack.APIAddress, "address of the REST API")
 	services := flag.String("services-address", stack.ServicesAddress, "address where the Services of the vmclusters are published (/<namespace>/<service>/...)")
 	charts := flag.String("chart-repository-address", stack.ChartRepositoryAddress, "address where ops-apiserver serves the baked-in chart to the source-controller (kept in every vmcluster's HelmRepository: keep it between runs)")
+	restart := flag.Bool("restart-on-rebuild", false, "restart ops-apiserver or ops-operator when its binary in bin/ is rebuilt (the Tiltfile's local mode)")
 	flag.Parse()
-	if err := run(*stateDir, *addr, *services, *charts); err != nil {
+	if err := run(*stateDir, *addr, *services, *charts, *restart); err != nil {
 		fmt.Fprintln(os.Stderr, "ops-dev:", err)
 		os.Exit(1)
 	}
 }
 
-func run(stateDir, addr, services, charts string) error {
+func run(stateDir, addr, services, charts string, restart bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
@@ -66,6 +67,11 @@ docs/quickstart.md goes on from here (a blue-green upgrade of dev-cluster).
 Press Ctrl-C to stop everything; state stays in %s until make dev-clean.
 `, time.Since(start).Round(100*time.Millisecond), api, api, api, tokenPath, stack.DevServiceAccount, s.Kubeconfig, stateDir, stateDir, s.ServicesURL(), s.VMStorageRoot(), stack.StorageClassName,
 		stack.DevCluster.Name, stack.DevCluster.Region, tokenPath, api, api, api, s.Kubeconfig, stateDir)
+	if restart {
+		if err := restartOnRebuild(ctx, s, addr); err != nil {
+			return err
+		}
+	}
 	<-ctx.Done()
 	fmt.Println("\nStopping ...")
 	return nil
