@@ -735,6 +735,12 @@ type ClusterUpgradeOperationStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=256
 	LeftBehind []LeftBehind `json:"leftBehind,omitempty"`
+
+	// Preflight is the report of the checks run before the first step
+	// (see PreflightReport); a fail ends the operation Failed before any
+	// change, warnings are kept here.
+	// +optional
+	Preflight *PreflightReport `json:"preflight,omitempty"`
 }
 
 // Step returns the step with the given id, or nil.
