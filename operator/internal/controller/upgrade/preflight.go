@@ -23,4 +23,3 @@ func (r *Reconciler) runPreflight(ctx context.Context, s *scope, target string) 
 	s.op.Status.Preflight = rep
 	return rep, nil
 }
-
