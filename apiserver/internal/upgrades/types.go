@@ -87,6 +87,9 @@ type Operation struct {
 
 	// LeftBehind is what a Cancelled or Failed operation leaves changed.
 	LeftBehind []LeftBehind `json:"leftBehind,omitempty"`
+
+	// Preflight is the report of the checks made before the first step.
+	Preflight *opsv1.PreflightReport `json:"preflight,omitempty"`
 }
 
 // Manifest is the ClusterUpgradeOperation a dry run would create, ready

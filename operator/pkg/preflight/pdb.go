@@ -43,7 +43,7 @@ func disruptionBudgets(ctx context.Context, in Input, nodes map[string][]corev1.
 			}
 			for i := range pods.Items {
 				pod := &pods.Items[i]
-				if leftAlone(pod) {
+				if leftAlone(pod) || !evictionGuarded(pod) {
 					continue
 				}
 				podsChecked++
@@ -105,6 +105,20 @@ func leftAlone(pod *corev1.Pod) bool {
 		return true
 	}
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// evictionGuarded: the Eviction API checks budgets only for a Running, Ready Pod
+// that is not terminating (as operator/internal/drain sees it).
+func evictionGuarded(pod *corev1.Pod) bool {
+	if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func budgetRule(pdb *policyv1.PodDisruptionBudget) string {

@@ -93,7 +93,8 @@ func nodeOf(t *testing.T, w *world, group string) string {
 
 func pod(ns, name, node string, labels map[string]string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 }
 
 func pdb(ns, name string, maxUnavailable, minAvailable *intstr.IntOrString, allowed int32, app string) *policyv1.PodDisruptionBudget {
@@ -200,6 +201,7 @@ func TestPodDisruptionBudgets(t *testing.T) {
 		{"minAvailable 100%", pdb("observability", "vmstorage", nil, intOrStr(intstr.FromString("100%")), 0, "vmstorage"), opsv1.PreflightFail, "it never allows an eviction"},
 		{"no disruption allowed now", pdb("observability", "vmstorage", nil, intOrStr(intstr.FromInt32(1)), 0, "vmstorage"), opsv1.PreflightWarn, "it allows no eviction now"},
 		{"allows one", pdb("observability", "vmstorage", intOrStr(intstr.FromInt32(1)), nil, 1, "vmstorage"), opsv1.PreflightPass, "disruptionsAllowed 1"},
+		{"pending pod is not guarded", nil, opsv1.PreflightPass, "no PodDisruptionBudget guards the 0 Pods"},
 		{"guards other pods", pdb("observability", "other", intOrStr(intstr.FromInt32(0)), nil, 0, "other"), opsv1.PreflightPass, "no PodDisruptionBudget guards the 1 Pods"},
 	}
 	for _, tc := range cases {
@@ -208,10 +210,18 @@ func TestPodDisruptionBudgets(t *testing.T) {
 			w := newWorld(t, "1.29", map[string]string{"a": "1.29", "b": "1.29"})
 			node := nodeOf(t, w, "a")
 			ctx := context.Background()
-			g.Expect(w.kube.Create(ctx, pod("observability", "vmstorage-0", node, map[string]string{"app": "vmstorage"}))).To(Succeed())
+			p := pod("observability", "vmstorage-0", node, map[string]string{"app": "vmstorage"})
+			budget := tc.budget
+			if budget == nil {
+				// The Eviction API checks no budget for a Pod that is not
+				// Running and Ready: nothing to block.
+				p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+				budget = pdb("observability", "vmstorage", intOrStr(intstr.FromInt32(0)), nil, 0, "vmstorage")
+			}
+			g.Expect(w.kube.Create(ctx, p)).To(Succeed())
 			// A Pod on a group not being upgraded is not the drain's.
 			g.Expect(w.kube.Create(ctx, pod("observability", "vmstorage-1", nodeOf(t, w, "b"), map[string]string{"app": "vmstorage"}))).To(Succeed())
-			g.Expect(w.kube.Create(ctx, tc.budget)).To(Succeed())
+			g.Expect(w.kube.Create(ctx, budget)).To(Succeed())
 			c := find(w.run(t, "1.30", inPlace("a")), opsv1.PreflightCheckDisruptionBudgets)
 			g.Expect(c.Result).To(Equal(tc.result), "%+v", c)
 			want := tc.want
