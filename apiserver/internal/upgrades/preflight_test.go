@@ -100,13 +100,13 @@ func TestPreflight(t *testing.T) {
 	// refuses is the same 400.
 	twoAhead := upgradestest.Mutate(func(m map[string]any) {
 		m["k8sClusterName"], m["region"], m["cloudProvider"], m["targetVersion"] = "dev-cluster", "local", "mock", "1.31"
-		m["nodeGroupUpgrades"].([]any)[1].(map[string]any)["newNodeGroupName"] = "observability-ng"
+		upgradestest.NodeGroup(m, 0)["nodeGroupName"] = "gone"
 	})
 	code, body = a.do(http.MethodPost, upgrades.BasePath+"/preflight", twoAhead, nil)
 	g.Expect(code).To(Equal(http.StatusOK), string(body))
 	_, checks = report(g, body)
 	g.Expect(checks[opsv1.PreflightCheckVersionSkew].Evidence).To(ContainElement(ContainSubstring("more than one minor version ahead")))
-	g.Expect(checks[opsv1.PreflightCheckNodeGroups].Evidence).To(ConsistOf(`new node group name "observability-ng" is already taken`))
+	g.Expect(checks[opsv1.PreflightCheckNodeGroups].Evidence).To(ConsistOf(`node group "gone" does not exist`))
 
 	bad := upgradestest.Mutate(func(m map[string]any) {
 		m["k8sClusterName"], m["region"], m["cloudProvider"] = "dev-cluster", "local", "mock"
