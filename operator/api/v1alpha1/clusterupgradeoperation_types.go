@@ -65,13 +65,11 @@ const (
 )
 
 // SupportsClusterAddons reports whether clusterAddons may be set for the
-// provider (eks, ack and mock). The CRD enforces the same rule.
+// provider (eks, ack and mock; the Capabilities table). The CRD enforces
+// the same rule.
 func (p CloudProvider) SupportsClusterAddons() bool {
-	switch p {
-	case CloudProviderEKS, CloudProviderACK, CloudProviderMock:
-		return true
-	}
-	return false
+	c, ok := CapabilitiesOf(p)
+	return ok && c.Addons
 }
 
 // UpgradeStrategy is how a node group is upgraded.
