@@ -1,7 +1,10 @@
 package upgrades_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +22,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades/upgradestest"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 )
 
@@ -118,4 +123,60 @@ func TestPreflight(t *testing.T) {
 	code, body = a.do(http.MethodPost, upgrades.BasePath+"/preflight", upgradestest.ValidBody, nil)
 	g.Expect(code).To(Equal(http.StatusBadRequest), "eks is not configured on this server: %s", body)
 	g.Expect(violations(body)).To(ConsistOf("cloudProvider"))
+}
+
+// TestPreflightReportsRemovedAPIsOfHelmReleases: a release stored as
+// Helm's Secret driver stores it, in the vmcluster namespace, that renders
+// an API version removed by the target is reported with its kind,
+// apiVersion and release; the removed versions the API server no longer
+// serves are skipped for live objects (a real discovery miss).
+func TestPreflightReportsRemovedAPIsOfHelmReleases(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	p := &mock.Provider{Client: env.Client}
+	g.Expect(p.Seed(ctx, cloud.ClusterRef{Provider: cloud.Mock, Name: "legacy", Region: "local"}, mock.ClusterState{
+		Version: "1.24",
+		NodeGroups: map[string]*mock.NodeGroupState{
+			"observability-ng": {Size: 1, InstanceTypes: []string{"m5.xlarge"}},
+			"vmstorage":        {Size: 1, InstanceTypes: []string{"r5.xlarge"}},
+		},
+		Addons: map[string]*mock.AddonState{"vpc-cni": {Version: "v1.18.3", AvailableVersions: []string{"v1.18.3", "v1.18.5-eksbuild.1"}}},
+	})).To(Succeed())
+	err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opsv1.VMClusterNamespace}})
+	g.Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "%v", err)
+	// As Helm's Secret storage driver writes a release (helm.sh/helm/v3
+	// pkg/storage/driver: data.release = base64(gzip(JSON)), labels owner,
+	// name, status, version); the driver itself is not imported, as it
+	// pulls in Helm's SQL driver.
+	manifest := "---\n# Source: legacy/templates/cronjob.yaml\napiVersion: batch/v1beta1\nkind: CronJob\nmetadata:\n  name: compact\n" +
+		"---\n# Source: legacy/templates/svc.yaml\napiVersion: v1\nkind: Service\nmetadata:\n  name: compact\n"
+	raw, err := json.Marshal(map[string]any{"name": "legacy-cronjobs", "namespace": opsv1.VMClusterNamespace, "version": 1,
+		"info": map[string]any{"status": "deployed"}, "manifest": manifest})
+	g.Expect(err).NotTo(HaveOccurred())
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, err = zw.Write(raw)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(zw.Close()).To(Succeed())
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: opsv1.VMClusterNamespace, Name: "sh.helm.release.v1.legacy-cronjobs.v1",
+			Labels: map[string]string{"owner": "helm", "name": "legacy-cronjobs", "status": "deployed", "version": "1"}},
+		Type: "helm.sh/release.v1",
+		Data: map[string][]byte{"release": []byte(base64.StdEncoding.EncodeToString(gz.Bytes()))},
+	}
+	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), secret) })
+
+	a := serveAPI(t, env.NewNamespace(t), func(s *upgrades.Service) { s.Live = env.Client })
+	body := upgradestest.Mutate(func(m map[string]any) {
+		m["k8sClusterName"], m["region"], m["cloudProvider"], m["targetVersion"] = "legacy", "local", "mock", "1.25"
+	})
+	code, out := a.do(http.MethodPost, upgrades.BasePath+"/preflight", body, nil)
+	g.Expect(code).To(Equal(http.StatusOK), string(out))
+	rep, checks := report(g, out)
+	g.Expect(rep.Result).To(Equal(opsv1.PreflightFail))
+	removed := checks[opsv1.PreflightCheckRemovedAPIs]
+	g.Expect(removed.Result).To(Equal(opsv1.PreflightFail))
+	g.Expect(removed.Evidence).To(ConsistOf(
+		`Helm release observability/legacy-cronjobs renders CronJob "compact" with apiVersion batch/v1beta1, removed in Kubernetes 1.25; use batch/v1`))
 }
