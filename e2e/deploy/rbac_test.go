@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
@@ -260,6 +261,9 @@ func TestOperatorRBACCoversItsCalls(t *testing.T) {
 	authorized(g, op.List(ctx, pods, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", nodeName)}), "list pods by node, all namespaces")
 	g.Expect(pods.Items).To(HaveLen(1))
 	authorized(g, op.List(ctx, &policyv1.PodDisruptionBudgetList{}, client.InNamespace(ns)), "list poddisruptionbudgets")
+	// operator/pkg/preflight, before the first step: the same reads as
+	// ops-apiserver's preflight.
+	preflightReads(g, ctx, op, ns)
 	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}, DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}}}
 	authorized(g, op.SubResource("eviction").Create(ctx, pod, eviction), "create pods/eviction")
 	gone := &corev1.Pod{}
@@ -613,6 +617,13 @@ func TestAPIServerRBACCoversItsCalls(t *testing.T) {
 		authorized(g, api.List(ctx, &corev1.EventList{}, client.InNamespace(evNS)), "list events in "+evNS)
 	}
 
+	// operator/pkg/preflight (POST /upgradeOperations/preflight), read
+	// live: Nodes by node-group label, Pods by node (all namespaces), the
+	// PodDisruptionBudgets of their namespaces, Helm's release Secrets in
+	// the vmcluster namespace, the metadata of FlowSchemas and
+	// PriorityLevelConfigurations.
+	preflightReads(g, ctx, api, ns)
+
 	// What the API-access roles grant: TestAPIAccessRolesMatchDocs.
 
 	// Outside the needed set (of all three containers of the Pod).
@@ -621,7 +632,6 @@ func TestAPIServerRBACCoversItsCalls(t *testing.T) {
 	forbidden(g, api.Create(ctx, &opsv1.ClusterUpgradeOperation{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: other}, Spec: cuo.Spec}), "create clusterupgradeoperations in another namespace")
 	forbidden(g, api.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(other)), "delete secrets in another namespace")
 	forbidden(g, api.List(ctx, &corev1.SecretList{}), "list secrets cluster-wide")
-	forbidden(g, api.List(ctx, &corev1.NodeList{}), "list nodes")
 	forbidden(g, api.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}), "create pods")
 	forbidden(g, api.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "escalate", Namespace: ns}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}}), "create rolebindings")
 	// The helm-controller sidecar installs the stack's charts
@@ -668,4 +678,20 @@ func TestAPIAccessRolesMatchDocs(t *testing.T) {
 			g.Expect(sar.Status.Allowed).To(Equal(level >= lowest), "%s (%s %s) for the %s role", op, verb, resource, role)
 		}
 	}
+}
+
+// preflightReads makes the reads of operator/pkg/preflight as c: both
+// ops-operator and ops-apiserver run them. vmns is the vmcluster
+// namespace, the only one whose Secrets are listed.
+func preflightReads(g Gomega, ctx context.Context, c client.Client, vmns string) {
+	authorized(g, c.List(ctx, &corev1.NodeList{}, client.MatchingLabels{"test.ops/group": "absent"}), "list nodes by node-group label")
+	authorized(g, c.List(ctx, &corev1.PodList{}, client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("spec.nodeName", "absent")}), "list pods by node, all namespaces")
+	authorized(g, c.List(ctx, &policyv1.PodDisruptionBudgetList{}, client.InNamespace("default")), "list poddisruptionbudgets in any namespace")
+	authorized(g, c.List(ctx, &corev1.SecretList{}, client.InNamespace(vmns), client.MatchingLabels{"owner": "helm", "status": "deployed"}), "list Helm release secrets in the vmcluster namespace")
+	for _, kind := range []string{"FlowSchemaList", "PriorityLevelConfigurationList"} {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Kind: kind})
+		authorized(g, c.List(ctx, list), "list "+kind)
+	}
+	forbidden(g, c.List(ctx, &corev1.SecretList{}, client.InNamespace("default")), "list secrets outside the vmcluster namespace")
 }

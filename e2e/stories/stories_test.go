@@ -97,6 +97,7 @@ func TestStories(t *testing.T) {
 	t.Run("20 backup gate: with backupBeforeRollout a blue-green upgrade fails before the new node group when the backup fails, and moves only after it Succeeded", storyBackupGate)
 	t.Run("23 approval gate: BeforeNodeGroups stops after the control plane, holds across an operator restart, PUT approve finishes it", storyApprovalGate)
 	t.Run("25 the quickstart: docs/quickstart.md's shell blocks run in order against the stack", storyQuickstart)
+	t.Run("26 preflight: a PodDisruptionBudget with maxUnavailable 0 over a vmstorage Pod fails POST …/preflight naming both, and the operation before any cloud change with the same check", storyPreflight)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {

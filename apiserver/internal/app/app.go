@@ -42,6 +42,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/components"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
+	providersapi "github.com/tidbcloud/ops-server/apiserver/internal/providers"
 	"github.com/tidbcloud/ops-server/apiserver/internal/restores"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/stacks"
@@ -114,6 +115,18 @@ func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.S
 		&troubleshoot.Handler{Svc: ts},
 		&components.Handler{Ops: comps},
 		&vmclusterops.Handler{Svc: ops},
+		&providersapi.Handler{Configured: providerNames(up)},
+	}
+}
+
+// providerNames lists the cloud providers the upgrade service is
+// configured for (none without one).
+func providerNames(up *upgrades.Service) func() []string {
+	return func() []string {
+		if up == nil || up.Providers == nil {
+			return nil
+		}
+		return up.Providers.Names()
 	}
 }
 

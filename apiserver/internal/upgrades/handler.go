@@ -34,6 +34,7 @@ func (h *Handler) Routes() []server.Route {
 	return []server.Route{
 		{Method: http.MethodPost, Path: BasePath, Name: "upgradeOperations.create", Handler: h.create, Resource: Resource, Verb: "create"},
 		{Method: http.MethodPost, Path: BasePath + "/dry-run", Name: "upgradeOperations.dryRun", Handler: h.dryRun, Resource: Resource + "/dryrun", Verb: "create"},
+		{Method: http.MethodPost, Path: BasePath + "/preflight", Name: "upgradeOperations.preflight", Handler: h.preflight, Resource: Resource + "/preflight", Verb: "create"},
 		{Method: http.MethodGet, Path: BasePath, Name: "upgradeOperations.list", Handler: h.list, Resource: Resource, Verb: "list"},
 		{Method: http.MethodGet, Path: item, Name: "upgradeOperations.get", Handler: h.get, Resource: Resource, Verb: "get"},
 		{Method: http.MethodGet, Path: item + "/events", Name: "upgradeOperations.events", Handler: h.events, Resource: Resource, Verb: "get"},

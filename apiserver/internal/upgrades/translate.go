@@ -136,6 +136,7 @@ func toOperation(o *opsv1.ClusterUpgradeOperation) Operation {
 			OperationID: s.OperationID, Backup: s.Backup, Message: s.Message, StartTime: timePtr(s.StartTime), CompletionTime: timePtr(s.CompletionTime),
 		})
 	}
+	op.Preflight = o.Status.Preflight
 	for _, lb := range o.Status.LeftBehind {
 		op.LeftBehind = append(op.LeftBehind, LeftBehind{Kind: string(lb.Kind), Namespace: lb.Namespace, Name: lb.Name, StepID: lb.StepID, Reason: lb.Reason})
 	}

@@ -105,6 +105,8 @@ type Operation struct {
 	AwaitingApproval *AwaitingApproval `json:"awaitingApproval,omitempty"`
 	// Approved are the gate ids approved so far.
 	Approved []string `json:"approved,omitempty"`
+	// Preflight is the report of the checks made before the first step.
+	Preflight *opsv1.PreflightReport `json:"preflight,omitempty"`
 }
 
 // EffectiveWindow is the maintenance window the operator applies.

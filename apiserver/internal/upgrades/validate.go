@@ -149,7 +149,7 @@ func Validate(r *Request) []apierror.FieldViolation {
 		if a.ResolveConflicts != "" {
 			if !oneOf(a.ResolveConflicts, resolveValues) {
 				add(f+".resolveConflicts", "must be one of %s", strings.Join(resolveValues, ", "))
-			} else if r.CloudProvider == "ack" {
+			} else if p := opsv1.CloudProvider(r.CloudProvider); p.SupportsClusterAddons() && !p.SupportsAddonResolveConflicts() {
 				add(f+".resolveConflicts", "%s", opsv1.ResolveConflictsOnACK)
 			}
 		}

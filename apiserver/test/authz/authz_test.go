@@ -495,6 +495,10 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 		}}, true
 	case "upgradeOperations.dryRun":
 		return request{path: "/ops/api/v1/upgradeOperations/dry-run", body: upgradeRequest}, true
+	case "providers.list":
+		return request{path: "/ops/api/v1/providers"}, true
+	case "upgradeOperations.preflight":
+		return request{path: "/ops/api/v1/upgradeOperations/preflight", body: upgradeRequest}, true
 	case "upgradeOperations.list":
 		return request{path: "/ops/api/v1/upgradeOperations?k8sClusterName=dev-cluster"}, true
 	case "upgradeOperations.get":

@@ -65,13 +65,11 @@ const (
 )
 
 // SupportsClusterAddons reports whether clusterAddons may be set for the
-// provider (eks, ack and mock). The CRD enforces the same rule.
+// provider (eks, ack and mock; the Capabilities table). The CRD enforces
+// the same rule.
 func (p CloudProvider) SupportsClusterAddons() bool {
-	switch p {
-	case CloudProviderEKS, CloudProviderACK, CloudProviderMock:
-		return true
-	}
-	return false
+	c, ok := CapabilitiesOf(p)
+	return ok && c.Addons
 }
 
 // UpgradeStrategy is how a node group is upgraded.
@@ -795,6 +793,12 @@ type ClusterUpgradeOperationStatus struct {
 	// AwaitingApproval: what was done and what comes next.
 	// +optional
 	AwaitingApproval *AwaitingApproval `json:"awaitingApproval,omitempty"`
+
+	// Preflight is the report of the checks run before the first step
+	// (see PreflightReport); a fail ends the operation Failed before any
+	// change, warnings are kept here.
+	// +optional
+	Preflight *PreflightReport `json:"preflight,omitempty"`
 }
 
 // Step returns the step with the given id, or nil.

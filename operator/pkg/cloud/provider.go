@@ -162,3 +162,10 @@ func NodeSelectorFor(ctx context.Context, p Provider, c ClusterRef, group string
 	}
 	return map[string]string{p.NodeGroupLabel(): group}, nil
 }
+
+// AddonCompatibility is implemented by providers whose API says which
+// addon versions run on a Kubernetes version (EKS DescribeAddonVersions):
+// the preflight checks each requested addon version against the target.
+type AddonCompatibility interface {
+	AddonVersionsFor(ctx context.Context, c ClusterRef, addon, k8sVersion string) ([]string, error)
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/tidbcloud/ops-server/operator/internal/outcome"
 	"github.com/tidbcloud/ops-server/operator/internal/vmstorage"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/preflight"
 )
 
 // preflight checks the cloud before the first step: the cluster exists,
@@ -27,7 +28,6 @@ import (
 // exist, the new node-group names are free, the addons and their versions
 // exist. A failure ends the operation Failed before any change.
 func (r *Reconciler) preflight(ctx context.Context, s *scope) error {
-	spec := &s.op.Spec
 	target, refusal, err := resolveTargetVersion(ctx, s.provider, s.ref, s.op)
 	if err != nil {
 		return r.preflightError(s, err)
@@ -37,54 +37,12 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) error {
 		return nil
 	}
 	s.op.Status.ResolvedTargetVersion = target
-	cluster, err := s.provider.DescribeCluster(ctx, s.ref)
+	rep, err := r.runPreflight(ctx, s, target)
 	if err != nil {
 		return r.preflightError(s, err)
 	}
-	if msg := versionSkew(cluster.Version, target); msg != "" {
-		r.fail(s.op, "Preflight: "+msg)
-		return nil
-	}
-	groups, err := s.provider.ListNodeGroups(ctx, s.ref)
-	if err != nil {
-		return r.preflightError(s, err)
-	}
-	byName := map[string]cloud.NodeGroup{}
-	for _, g := range groups {
-		byName[g.Name] = g
-	}
-	var problems []string
-	for _, ng := range spec.NodeGroupUpgrades {
-		if _, ok := byName[ng.NodeGroupName]; !ok {
-			problems = append(problems, fmt.Sprintf("node group %q does not exist", ng.NodeGroupName))
-		}
-		if ng.NewNodeGroupName != "" {
-			if _, ok := byName[ng.NewNodeGroupName]; ok {
-				problems = append(problems, fmt.Sprintf("new node group name %q is already taken", ng.NewNodeGroupName))
-			}
-		}
-	}
-	if len(spec.ClusterAddons) > 0 {
-		addons, err := s.provider.ListAddons(ctx, s.ref)
-		if err != nil {
-			return r.preflightError(s, err)
-		}
-		byAddon := map[string]cloud.Addon{}
-		for _, a := range addons {
-			byAddon[a.Name] = a
-		}
-		for _, want := range spec.ClusterAddons {
-			a, ok := byAddon[want.Name]
-			switch {
-			case !ok:
-				problems = append(problems, fmt.Sprintf("addon %q is not installed", want.Name))
-			case a.Version != want.Version && !contains(a.AvailableVersions, want.Version):
-				problems = append(problems, fmt.Sprintf("addon %q has no version %q (available: %s)", want.Name, want.Version, strings.Join(a.AvailableVersions, ", ")))
-			}
-		}
-	}
-	if len(problems) > 0 {
-		r.fail(s.op, "Preflight: "+strings.Join(problems, "; "))
+	if rep.Result == opsv1.PreflightFail {
+		r.fail(s.op, "Preflight: "+preflight.Failures(rep))
 		return nil
 	}
 	s.op.Status.StartTime = r.now()
@@ -92,7 +50,7 @@ func (r *Reconciler) preflight(ctx context.Context, s *scope) error {
 	// Recorded at once: the other operations of the cluster must see
 	// this one started before its first step (see package exclusion).
 	s.observedOnly = false
-	r.event(s.op, "Normal", "PreflightPassed", "Cluster %s at %s; upgrading to %s", cluster.Name, cluster.Version, target)
+	r.event(s.op, "Normal", "PreflightPassed", "Preflight %s; upgrading cluster %s to %s", rep.Result, s.op.Spec.K8sClusterName, target)
 	return nil
 }
 
@@ -104,23 +62,9 @@ func (r *Reconciler) preflightError(s *scope, err error) error {
 	return nil
 }
 
-// versionSkew says what is wrong with moving from current to target, or
-// "". The rule every provider shares: the same minor or one minor ahead,
-// never back.
-func versionSkew(current, target string) string {
-	cMaj, cMin, ok1 := majorMinor(current)
-	tMaj, tMin, ok2 := majorMinor(target)
-	if !ok1 || !ok2 {
-		return fmt.Sprintf("cannot compare versions %q and %q", current, target)
-	}
-	if tMaj != cMaj || tMin < cMin {
-		return fmt.Sprintf("target version %s is older than the cluster's %s", target, current)
-	}
-	if tMin > cMin+1 {
-		return fmt.Sprintf("target version %s is more than one minor version ahead of the cluster's %s; upgrade one minor version at a time", target, current)
-	}
-	return ""
-}
+// versionSkew says what is wrong with moving the control plane from
+// current to target, or "" (preflight.ControlPlaneSkew).
+func versionSkew(current, target string) string { return preflight.ControlPlaneSkew(current, target) }
 
 func majorMinor(v string) (int, int, bool) {
 	v = strings.TrimPrefix(v, "v")

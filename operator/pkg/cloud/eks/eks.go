@@ -698,3 +698,9 @@ func copyMap(m map[string]string) map[string]string {
 	}
 	return out
 }
+
+// AddonVersionsFor lists the versions of addon EKS reports compatible with
+// Kubernetes k8sVersion (DescribeAddonVersions): cloud.AddonCompatibility.
+func (p *Provider) AddonVersionsFor(ctx context.Context, c cloud.ClusterRef, addon, k8sVersion string) ([]string, error) {
+	return p.addonVersions(ctx, c, addon, k8sVersion)
+}

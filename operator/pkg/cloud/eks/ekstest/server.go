@@ -93,6 +93,10 @@ type Addon struct {
 	Name     string
 	Version  string
 	Versions []string
+	// Compatible lists, per Kubernetes minor (1.30), the versions
+	// DescribeAddonVersions reports for it; a minor not listed gets
+	// Versions.
+	Compatible map[string][]string
 }
 
 // NodeGroupEvent reports that a node group's Nodes changed, for tests that
@@ -159,6 +163,7 @@ type nodegroup struct {
 type addon struct {
 	name, version, status string
 	versions              []string
+	compatible            map[string][]string
 }
 
 type update struct {
@@ -220,7 +225,7 @@ func (s *Server) AddCluster(c Cluster) {
 		s.notify(groupEvent(st.groups[g.Name].wire, false))
 	}
 	for _, a := range c.Addons {
-		st.addons[a.Name] = &addon{name: a.Name, version: a.Version, status: "ACTIVE", versions: append([]string(nil), a.Versions...)}
+		st.addons[a.Name] = &addon{name: a.Name, version: a.Version, status: "ACTIVE", versions: append([]string(nil), a.Versions...), compatible: a.Compatible}
 	}
 	s.clusters[c.Name] = st
 }
@@ -807,12 +812,16 @@ func (s *Server) updateAddon(w http.ResponseWriter, r *http.Request) {
 func (s *Server) describeAddonVersions(w http.ResponseWriter, r *http.Request) {
 	name := r.URL.Query().Get("addonName")
 	k8s := r.URL.Query().Get("kubernetesVersion")
-	// Every cluster's addons are offered for every Kubernetes version here.
+	// Every cluster's addons are offered for every Kubernetes version here,
+	// unless a seeded Addon.Compatible lists the versions of that one.
 	seen := map[string][]string{}
 	for _, c := range s.clusters {
 		for _, a := range c.addons {
 			if name == "" || a.name == name {
 				seen[a.name] = a.versions
+				if v, ok := a.compatible[k8s]; ok && k8s != "" {
+					seen[a.name] = v
+				}
 			}
 		}
 	}
