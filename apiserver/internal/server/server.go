@@ -278,15 +278,13 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "ops_apiserver",
-			Name:      "http_requests_total",
-			Help:      "HTTP requests by route template, method and status code.",
+			Name: "ops_apiserver_http_requests_total",
+			Help: "HTTP requests by route template, method and status code.",
 		}, []string{"route", "method", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "ops_apiserver",
-			Name:      "http_request_duration_seconds",
-			Help:      "HTTP request latency by route template and method.",
-			Buckets:   []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+			Name:    "ops_apiserver_http_request_duration_seconds",
+			Help:    "HTTP request latency by route template and method.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"route", "method"}),
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.latency} {

@@ -9,11 +9,9 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
-	"github.com/tidbcloud/ops-server/operator/testenv"
 )
 
 func TestCloudCallsMetric(t *testing.T) {
@@ -61,30 +59,4 @@ func TestStepDurationMetric(t *testing.T) {
 ops_clusterupgradeoperation_step_duration_seconds_sum{action="UpgradeNodeGroup",result="Succeeded"} 90
 ops_clusterupgradeoperation_step_duration_seconds_count{action="UpgradeNodeGroup",result="Succeeded"} 1
 `), "ops_clusterupgradeoperation_step_duration_seconds_sum", "ops_clusterupgradeoperation_step_duration_seconds_count")).To(Succeed())
-}
-
-func TestOperationsByPhaseMetric(t *testing.T) {
-	g := NewWithT(t)
-	scheme, err := testenv.NewScheme(opsv1.AddToScheme)
-	g.Expect(err).NotTo(HaveOccurred())
-	mk := func(name string, phase opsv1.UpgradePhase) *opsv1.ClusterUpgradeOperation {
-		return &opsv1.ClusterUpgradeOperation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
-			Status: opsv1.ClusterUpgradeOperationStatus{Phase: phase}}
-	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-		mk("a", opsv1.UpgradePhaseRunning), mk("b", opsv1.UpgradePhaseRunning), mk("c", opsv1.UpgradePhaseFailed), mk("d", ""),
-	).WithStatusSubresource(&opsv1.ClusterUpgradeOperation{}).Build()
-	SetPhaseReader(c)
-	g.Expect(testutil.CollectAndCompare(phases, strings.NewReader(`
-# HELP ops_clusterupgradeoperations ClusterUpgradeOperations by phase (every phase reported, 0 when none).
-# TYPE ops_clusterupgradeoperations gauge
-ops_clusterupgradeoperations{phase="Cancelled"} 0
-ops_clusterupgradeoperations{phase="Cancelling"} 0
-ops_clusterupgradeoperations{phase="Failed"} 1
-ops_clusterupgradeoperations{phase="Paused"} 0
-ops_clusterupgradeoperations{phase="Pending"} 1
-ops_clusterupgradeoperations{phase="Running"} 2
-ops_clusterupgradeoperations{phase="Scheduled"} 0
-ops_clusterupgradeoperations{phase="Succeeded"} 0
-`))).To(Succeed())
 }
