@@ -95,6 +95,7 @@ func TestStories(t *testing.T) {
 	t.Run("18 migration: a new vmcluster restored from another vmcluster's backup serves the same samples", storyMigrate)
 	t.Run("19 backup schedule every minute with keep_last 2: exactly two backups and their data directories are left", storyBackupSchedule)
 	t.Run("20 backup gate: with backupBeforeRollout a blue-green upgrade fails before the new node group when the backup fails, and moves only after it Succeeded", storyBackupGate)
+	t.Run("24 metrics: a failed upgrade raises the chart's upgrade-failed alert expression, evaluated on ops-operator's scraped metrics", storyUpgradeFailedAlert)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {

@@ -39,12 +39,22 @@ func ObserveCloudCall(provider, operation string, err error) {
 func recordStepMetrics(before, after *opsv1.ClusterUpgradeOperation) {
 	for i := range after.Status.Steps {
 		s := &after.Status.Steps[i]
-		if !s.Phase.IsTerminal() || s.StartTime == nil || s.CompletionTime == nil {
+		if !s.Phase.IsTerminal() || s.CompletionTime == nil {
+			continue
+		}
+		// A step that failed at its start (the cloud refused it) never
+		// started: it counts as Failed in 0 s. Steps skipped without
+		// starting are not observed.
+		if s.StartTime == nil && s.Phase != opsv1.StepPhaseFailed {
 			continue
 		}
 		if prev := before.Status.Step(s.ID); prev != nil && prev.Phase.IsTerminal() {
 			continue
 		}
-		stepDuration.WithLabelValues(string(s.Action), string(s.Phase)).Observe(s.CompletionTime.Sub(s.StartTime.Time).Seconds())
+		d := 0.0
+		if s.StartTime != nil {
+			d = s.CompletionTime.Sub(s.StartTime.Time).Seconds()
+		}
+		stepDuration.WithLabelValues(string(s.Action), string(s.Phase)).Observe(d)
 	}
 }

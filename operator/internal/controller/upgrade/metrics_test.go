@@ -7,7 +7,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -59,4 +61,26 @@ func TestStepDurationMetric(t *testing.T) {
 ops_clusterupgradeoperation_step_duration_seconds_sum{action="UpgradeNodeGroup",result="Succeeded"} 90
 ops_clusterupgradeoperation_step_duration_seconds_count{action="UpgradeNodeGroup",result="Succeeded"} 1
 `), "ops_clusterupgradeoperation_step_duration_seconds_sum", "ops_clusterupgradeoperation_step_duration_seconds_count")).To(Succeed())
+}
+
+// TestStepDurationMetricFailedAtStart: a step the cloud refused to start
+// has no start time; it is counted as Failed (0 s), once.
+func TestStepDurationMetricFailedAtStart(t *testing.T) {
+	g := NewWithT(t)
+	before, _ := policyOp(opsv1.ActionUpgradeNodeGroup, false)
+	after := before.DeepCopy()
+	st := after.Status.Step("nodegroup/inplace/UpgradeNodeGroup")
+	g.Expect(st.StartTime).To(BeNil())
+	st.Phase, st.CompletionTime = opsv1.StepPhaseFailed, &metav1.Time{Time: time.Now()}
+	h := stepDuration.WithLabelValues("UpgradeNodeGroup", "Failed")
+	count := func() uint64 {
+		m := &dto.Metric{}
+		g.Expect(h.(prometheus.Metric).Write(m)).To(Succeed())
+		return m.GetHistogram().GetSampleCount()
+	}
+	n := count()
+	recordStepMetrics(before, after)
+	g.Expect(count()).To(Equal(n + 1))
+	recordStepMetrics(after, after)
+	g.Expect(count()).To(Equal(n + 1))
 }
