@@ -81,11 +81,13 @@ func storyUpgradeFailedAlert(t *testing.T) {
 	}
 	// vminsert takes the exposition format as it is (samples at the time
 	// of the import); job like a scrape config's.
-	resp, err := http.Post(stack.ImportURL(remoteWrite)+"?extra_label=job=ops-operator", "text/plain", strings.NewReader(scrape))
-	g.Expect(err).NotTo(HaveOccurred())
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	_ = resp.Body.Close()
-	g.Expect(resp.StatusCode/100).To(Equal(2), string(msg))
+	g.Eventually(func(g Gomega) {
+		resp, err := http.Post(stack.ImportURL(remoteWrite)+"?extra_label=job=ops-operator", "text/plain", strings.NewReader(scrape))
+		g.Expect(err).NotTo(HaveOccurred())
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		_ = resp.Body.Close()
+		g.Expect(resp.StatusCode/100).To(Equal(2), string(msg))
+	}, 2*time.Minute, time.Second).Should(Succeed(), "importing the scrape while the vmcluster's vminsert Service comes up")
 
 	expr := alertExpr(t, "OpsServerUpgradeFailed")
 	g.Eventually(func(g Gomega) {

@@ -2,14 +2,16 @@ package upgrade
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -67,20 +69,23 @@ ops_clusterupgradeoperation_step_duration_seconds_count{action="UpgradeNodeGroup
 // has no start time; it is counted as Failed (0 s), once.
 func TestStepDurationMetricFailedAtStart(t *testing.T) {
 	g := NewWithT(t)
-	before, _ := policyOp(opsv1.ActionUpgradeNodeGroup, false)
+	before, _ := policyOp(opsv1.ActionUpgradeControlPlane, false)
 	after := before.DeepCopy()
-	st := after.Status.Step("nodegroup/inplace/UpgradeNodeGroup")
+	st := after.Status.Step(opsv1.ControlPlaneStepID)
 	g.Expect(st.StartTime).To(BeNil())
 	st.Phase, st.CompletionTime = opsv1.StepPhaseFailed, &metav1.Time{Time: time.Now()}
-	h := stepDuration.WithLabelValues("UpgradeNodeGroup", "Failed")
-	count := func() uint64 {
-		m := &dto.Metric{}
-		g.Expect(h.(prometheus.Metric).Write(m)).To(Succeed())
-		return m.GetHistogram().GetSampleCount()
+	reg := prometheus.NewRegistry()
+	g.Expect(reg.Register(stepDuration)).To(Succeed())
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		return rec.Body.String()
 	}
-	n := count()
+	const series = `ops_clusterupgradeoperation_step_duration_seconds_count{action="UpgradeControlPlane",result="Failed"} `
+	g.Expect(scrape()).NotTo(ContainSubstring(series))
 	recordStepMetrics(before, after)
-	g.Expect(count()).To(Equal(n + 1))
+	g.Expect(scrape()).To(ContainSubstring(series + "1\n"))
+	g.Expect(scrape()).To(ContainSubstring(`ops_clusterupgradeoperation_step_duration_seconds_sum{action="UpgradeControlPlane",result="Failed"} 0` + "\n"))
 	recordStepMetrics(after, after)
-	g.Expect(count()).To(Equal(n + 1))
+	g.Expect(scrape()).To(ContainSubstring(series + "1\n"))
 }
