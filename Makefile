@@ -13,8 +13,10 @@ MODULES    := operator/api operator apiserver e2e
 PKGS       := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 GO_TEST    ?= go test
 TEST_FLAGS ?= -count=1 -timeout=30m
-# The version ops_build_info reports (make build VERSION=v1.2.3).
-VERSION    ?= dev
+# The version and git revision ops_build_info, --version and GET /version
+# report (make build VERSION=v1.2.3): by default from git.
+VERSION    ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION   ?= $(shell git rev-parse HEAD 2>/dev/null)
 
 # Where tests and the local stack find the tool binaries (and where `make
 # tools` links them): the environment wins, e.g. OPS_BIN_DIR=/opt/ops-tools.
@@ -81,7 +83,7 @@ verify: generate manifests ## Fail when generated files are stale or go.mod file
 
 .PHONY: build
 build: ## Build the ops-apiserver and ops-operator binaries into bin/.
-	go build -ldflags "-X github.com/tidbcloud/ops-server/operator/pkg/buildinfo.Version=$(VERSION)" -o $(OPS_BIN_DIR)/ ./apiserver/cmd/... ./operator/cmd/...
+	go build -ldflags "-X github.com/tidbcloud/ops-server/operator/pkg/buildinfo.Version=$(VERSION) -X github.com/tidbcloud/ops-server/operator/pkg/buildinfo.Revision=$(REVISION)" -o $(OPS_BIN_DIR)/ ./apiserver/cmd/... ./operator/cmd/...
 
 .PHONY: dev
 dev: tools build ## Run the whole stack locally on 127.0.0.1 (see README).

@@ -58,6 +58,31 @@ spec:
               x-kubernetes-preserve-unknown-fields: true
 `
 
+// prometheusRuleCRD stands in for the Prometheus operator's PrometheusRule
+// CRD like serviceMonitorCRD; the VMRule CRD is the vm-operator chart's
+// (deploy/charts/vm-operator/crds). The rules themselves are evaluated by
+// package rules.
+const prometheusRuleCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: prometheusrules.monitoring.coreos.com
+spec:
+  group: monitoring.coreos.com
+  names: {kind: PrometheusRule, listKind: PrometheusRuleList, plural: prometheusrules, singular: prometheusrule}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              x-kubernetes-preserve-unknown-fields: true
+`
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -75,6 +100,18 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(extra)
 	if err := os.WriteFile(filepath.Join(extra, "servicemonitors.yaml"), []byte(serviceMonitorCRD), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := os.WriteFile(filepath.Join(extra, "prometheusrules.yaml"), []byte(prometheusRuleCRD), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	vmrules, err := os.ReadFile(filepath.Join(root, "deploy", "charts", "vm-operator", "crds", "vmrules.operator.victoriametrics.com.yaml"))
+	if err == nil {
+		err = os.WriteFile(filepath.Join(extra, "vmrules.yaml"), vmrules, 0o644)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -134,6 +134,7 @@ func (s *Stack) StartOperator(ctx context.Context) error {
 		return err
 	}
 	s.Operator = p
+	s.OperatorMetricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
 	return p.WaitHTTPOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", health), time.Minute)
 }
 

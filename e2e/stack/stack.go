@@ -69,6 +69,8 @@ type Stack struct {
 	Kubeconfig string
 	// Operator is the running ops-operator, if started.
 	Operator *testenv.Process
+	// OperatorMetricsURL is the running ops-operator's /metrics.
+	OperatorMetricsURL string
 	// APIServer is the running ops-apiserver, if started, at APIURL.
 	APIServer *testenv.Process
 	APIURL    string

@@ -98,6 +98,7 @@ func TestStories(t *testing.T) {
 	t.Run("23 approval gate: BeforeNodeGroups stops after the control plane, holds across an operator restart, PUT approve finishes it", storyApprovalGate)
 	t.Run("25 the quickstart: docs/quickstart.md's shell blocks run in order against the stack", storyQuickstart)
 	t.Run("26 preflight: a PodDisruptionBudget with maxUnavailable 0 over a vmstorage Pod fails POST …/preflight naming both, and the operation before any cloud change with the same check", storyPreflight)
+	t.Run("24 metrics: a failed upgrade raises the chart's upgrade-failed alert expression, evaluated on ops-operator's scraped metrics", storyUpgradeFailedAlert)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {

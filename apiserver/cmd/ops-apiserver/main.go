@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -18,6 +19,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/app"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/logging"
+	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
 )
 
 func main() {
@@ -25,6 +27,11 @@ func main() {
 }
 
 func run(args []string) int {
+	// --version before the configuration, which it needs none of.
+	if slices.Contains(args, "--version") {
+		fmt.Fprintln(os.Stdout, "ops-apiserver", buildinfo.Get())
+		return 0
+	}
 	cfg, err := config.Load("ops-apiserver", args)
 	if errors.Is(err, pflag.ErrHelp) {
 		fs := config.NewFlagSet("ops-apiserver", config.Default())

@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
 )
 
 // Route is one REST operation.
@@ -78,6 +79,8 @@ const (
 	PathHealthz = "/healthz"
 	PathReadyz  = "/readyz"
 	PathMetrics = "/metrics"
+	// PathVersion answers the build (buildinfo), without a token.
+	PathVersion = "/version"
 )
 
 // New builds the echo instance with every API's routes.
@@ -119,8 +122,12 @@ func New(opts Options, apis ...API) (*echo.Echo, error) {
 		}
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	}).Name = "readyz"
+	e.GET(PathVersion, func(c echo.Context) error {
+		i := buildinfo.Get()
+		return c.JSON(http.StatusOK, map[string]string{"version": i.Version, "revision": i.Revision, "goVersion": i.GoVersion})
+	}).Name = "version"
 	e.GET(PathMetrics, echo.WrapHandler(promhttp.HandlerFor(opts.Registry, promhttp.HandlerOpts{}))).Name = "metrics"
-	known[PathHealthz], known[PathReadyz], known[PathMetrics] = true, true, true
+	known[PathHealthz], known[PathReadyz], known[PathMetrics], known[PathVersion] = true, true, true, true
 
 	seen := map[string]bool{}
 	for _, api := range apis {
@@ -260,7 +267,7 @@ func observe(log logr.Logger, m *metrics, known map[string]bool) echo.Middleware
 					msg = err.Error()
 				}
 				rlog.Info("Request rejected", append(kv, "error", msg)...)
-			case route == PathHealthz || route == PathReadyz || route == PathMetrics:
+			case route == PathHealthz || route == PathReadyz || route == PathMetrics || route == PathVersion:
 				rlog.V(1).Info("Request handled", kv...)
 			default:
 				rlog.Info("Request handled", kv...)
@@ -278,15 +285,13 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "ops_apiserver",
-			Name:      "http_requests_total",
-			Help:      "HTTP requests by route template, method and status code.",
+			Name: "ops_apiserver_http_requests_total",
+			Help: "HTTP requests by route template, method and status code.",
 		}, []string{"route", "method", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "ops_apiserver",
-			Name:      "http_request_duration_seconds",
-			Help:      "HTTP request latency by route template and method.",
-			Buckets:   []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+			Name:    "ops_apiserver_http_request_duration_seconds",
+			Help:    "HTTP request latency by route template and method.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"route", "method"}),
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.latency} {

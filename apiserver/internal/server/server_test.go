@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
+	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
 )
 
 type testAPI struct{}
@@ -165,6 +166,17 @@ func TestHealthReadyMetrics(t *testing.T) {
 	g.Expect(rec.Code).To(Equal(http.StatusOK))
 	g.Expect(rec.Body.String()).To(ContainSubstring(`ops_apiserver_http_request_duration_seconds_bucket{method="GET",route="/things/:id"`))
 	g.Expect(rec.Body.String()).To(ContainSubstring(`ops_apiserver_http_requests_total{code="200",method="GET",route="/things/:id"} 2`))
+}
+
+func TestVersion(t *testing.T) {
+	g := NewWithT(t)
+	h, _ := newServer(t, nil)
+	rec := get(h, http.MethodGet, server.PathVersion, "")
+	g.Expect(rec.Code).To(Equal(http.StatusOK))
+	var v map[string]string
+	g.Expect(json.Unmarshal(rec.Body.Bytes(), &v)).To(Succeed())
+	i := buildinfo.Get()
+	g.Expect(v).To(Equal(map[string]string{"version": i.Version, "revision": i.Revision, "goVersion": i.GoVersion}))
 }
 
 // counter reads the requests counter for the labels from the registry.

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/tidbcloud/ops-server/operator/internal/manager"
+	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
 )
 
 func main() {
@@ -18,9 +19,14 @@ func main() {
 	zapOpts := zap.Options{}
 	fs := pflag.NewFlagSet("ops-operator", pflag.ExitOnError)
 	opts.BindFlags(fs)
+	version := fs.Bool("version", false, "Print the version, VCS revision and Go version, then exit.")
 	goFlags := flagSetFor(&zapOpts)
 	fs.AddGoFlagSet(goFlags)
 	_ = fs.Parse(os.Args[1:])
+	if *version {
+		fmt.Println("ops-operator", buildinfo.Get())
+		return
+	}
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")

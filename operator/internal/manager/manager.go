@@ -31,6 +31,7 @@ import (
 	"github.com/tidbcloud/ops-server/operator/internal/controller/schedule"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/upgrade"
 	"github.com/tidbcloud/ops-server/operator/internal/controller/vmclusterop"
+	"github.com/tidbcloud/ops-server/operator/internal/statemetrics"
 	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
@@ -172,9 +173,17 @@ func Scheme() *runtime.Scheme {
 
 // New builds the manager with every reconciler registered. registry may
 // be nil: then it is built from the options (the cloud configuration file
+// stateMetrics and leader are registered once per process on
+// controller-runtime's global registry (tests build several managers in
+// one process): the latest manager's cache is the one read.
+var (
+	stateMetrics = &statemetrics.Collector{}
+	leader       = statemetrics.NewLeader()
+)
+
 func init() {
 	// ops_build_info, as ops-apiserver exports it too.
-	metrics.Registry.MustRegister(buildinfo.Collector())
+	metrics.Registry.MustRegister(buildinfo.Collector(), stateMetrics, leader)
 }
 
 // and, when enabled, the simulated cloud).
@@ -238,14 +247,19 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 	}
 	// Every cloud call of an upgrade is counted (ops_cloud_calls_total).
 	registry.Observe = upgrade.ObserveCloudCall
-	// Operations by phase are counted from this manager's cache.
-	upgrade.SetPhaseReader(mgr.GetClient())
 	if o.MaintenanceWindows != "" {
 		windows, err := maintenancewindows.Load(o.MaintenanceWindows)
 		if err != nil {
 			return nil, err
 		}
 		o.Upgrade.MaintenanceWindows = windows
+	}
+	// The custom resources' state (ops_clusterupgradeoperations and the
+	// other statemetrics gauges) is read from this manager's cache at each
+	// scrape; ops_operator_leader is 1 once this replica is elected.
+	stateMetrics.SetReader(mgr.GetClient())
+	if err := mgr.Add(leader); err != nil {
+		return nil, err
 	}
 	if err := (&upgrade.Reconciler{
 		Client:    mgr.GetClient(),

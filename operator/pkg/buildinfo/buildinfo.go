@@ -5,6 +5,7 @@
 package buildinfo
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/debug"
 
@@ -38,6 +39,11 @@ func Get() Info {
 		}
 	}
 	return Info{Version: Version, Revision: rev, GoVersion: runtime.Version()}
+}
+
+// String is what --version prints: "<binary> <version> (revision <rev>, <go version>)".
+func (i Info) String() string {
+	return fmt.Sprintf("%s (revision %s, %s)", i.Version, i.Revision, i.GoVersion)
 }
 
 // Collector is the ops_build_info gauge: always 1, the build in its

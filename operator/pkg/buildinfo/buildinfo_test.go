@@ -22,3 +22,9 @@ ops_build_info{goversion="` + runtime.Version() + `",revision="` + i.Revision + 
 `
 	g.Expect(testutil.CollectAndCompare(buildinfo.Collector(), strings.NewReader(want))).To(Succeed())
 }
+
+func TestString(t *testing.T) {
+	g := NewWithT(t)
+	i := buildinfo.Info{Version: "v1.2.3", Revision: "abc", GoVersion: "go1.26.0"}
+	g.Expect(i.String()).To(Equal("v1.2.3 (revision abc, go1.26.0)"))
+}

@@ -148,11 +148,17 @@ func TestRoundTrip(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	found := map[string]bool{}
 	for _, mf := range families {
-		if strings.HasPrefix(mf.GetName(), "ops_clusterbackup_") {
+		if strings.HasPrefix(mf.GetName(), "ops_") {
 			found[mf.GetName()] = true
 		}
 	}
 	g.Expect(found).To(HaveKey("ops_clusterbackup_total"))
 	g.Expect(found).To(HaveKey("ops_clusterbackup_duration_seconds"))
 	g.Expect(found).To(HaveKey("ops_clusterbackup_bytes_total"))
+	g.Expect(found).To(HaveKey("ops_clusterbackup_replicas_total"))
+	// The manager's state metrics and build info (docs/metrics.md).
+	g.Expect(found).To(HaveKey("ops_clusterbackups"))
+	g.Expect(found).To(HaveKey("ops_backup_last_success_timestamp_seconds"))
+	g.Expect(found).To(HaveKey("ops_operator_leader"))
+	g.Expect(found).To(HaveKey("ops_build_info"))
 }

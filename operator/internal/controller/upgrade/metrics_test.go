@@ -2,18 +2,20 @@ package upgrade
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
-	"github.com/tidbcloud/ops-server/operator/testenv"
 )
 
 func TestCloudCallsMetric(t *testing.T) {
@@ -63,29 +65,27 @@ ops_clusterupgradeoperation_step_duration_seconds_count{action="UpgradeNodeGroup
 `), "ops_clusterupgradeoperation_step_duration_seconds_sum", "ops_clusterupgradeoperation_step_duration_seconds_count")).To(Succeed())
 }
 
-func TestOperationsByPhaseMetric(t *testing.T) {
+// TestStepDurationMetricFailedAtStart: a step the cloud refused to start
+// has no start time; it is counted as Failed (0 s), once.
+func TestStepDurationMetricFailedAtStart(t *testing.T) {
 	g := NewWithT(t)
-	scheme, err := testenv.NewScheme(opsv1.AddToScheme)
-	g.Expect(err).NotTo(HaveOccurred())
-	mk := func(name string, phase opsv1.UpgradePhase) *opsv1.ClusterUpgradeOperation {
-		return &opsv1.ClusterUpgradeOperation{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
-			Status: opsv1.ClusterUpgradeOperationStatus{Phase: phase}}
+	before, _ := policyOp(opsv1.ActionUpgradeControlPlane, false)
+	after := before.DeepCopy()
+	st := after.Status.Step(opsv1.ControlPlaneStepID)
+	g.Expect(st.StartTime).To(BeNil())
+	st.Phase, st.CompletionTime = opsv1.StepPhaseFailed, &metav1.Time{Time: time.Now()}
+	reg := prometheus.NewRegistry()
+	g.Expect(reg.Register(stepDuration)).To(Succeed())
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		return rec.Body.String()
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-		mk("a", opsv1.UpgradePhaseRunning), mk("b", opsv1.UpgradePhaseRunning), mk("c", opsv1.UpgradePhaseFailed), mk("d", ""),
-	).WithStatusSubresource(&opsv1.ClusterUpgradeOperation{}).Build()
-	SetPhaseReader(c)
-	g.Expect(testutil.CollectAndCompare(phases, strings.NewReader(`
-# HELP ops_clusterupgradeoperations ClusterUpgradeOperations by phase (every phase reported, 0 when none).
-# TYPE ops_clusterupgradeoperations gauge
-ops_clusterupgradeoperations{phase="AwaitingApproval"} 0
-ops_clusterupgradeoperations{phase="Cancelled"} 0
-ops_clusterupgradeoperations{phase="Cancelling"} 0
-ops_clusterupgradeoperations{phase="Failed"} 1
-ops_clusterupgradeoperations{phase="Paused"} 0
-ops_clusterupgradeoperations{phase="Pending"} 1
-ops_clusterupgradeoperations{phase="Running"} 2
-ops_clusterupgradeoperations{phase="Scheduled"} 0
-ops_clusterupgradeoperations{phase="Succeeded"} 0
-`))).To(Succeed())
+	const series = `ops_clusterupgradeoperation_step_duration_seconds_count{action="UpgradeControlPlane",result="Failed"} `
+	g.Expect(scrape()).NotTo(ContainSubstring(series))
+	recordStepMetrics(before, after)
+	g.Expect(scrape()).To(ContainSubstring(series + "1\n"))
+	g.Expect(scrape()).To(ContainSubstring(`ops_clusterupgradeoperation_step_duration_seconds_sum{action="UpgradeControlPlane",result="Failed"} 0` + "\n"))
+	recordStepMetrics(after, after)
+	g.Expect(scrape()).To(ContainSubstring(series + "1\n"))
 }
