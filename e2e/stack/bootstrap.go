@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -42,27 +41,34 @@ func VMOperatorComponent() opsv1.StackComponent {
 	})}
 }
 
-// VMClusterComponent is the default stack's vmcluster, small enough for
-// the local stack: one vmstorage, vminsert and vmselect.
-func VMClusterComponent() opsv1.StackComponent {
-	return opsv1.StackComponent{Name: "vmcluster", Chart: "vmcluster", DependsOn: []string{"vm-operator"}, Values: rawValues(map[string]any{
+// VMClusterComponent is the default stack's vmcluster (component, and so
+// HelmRelease and VMCluster, name), small enough for the local stack: one
+// vmstorage, vminsert and vmselect.
+func VMClusterComponent(name string) opsv1.StackComponent {
+	return opsv1.StackComponent{Name: name, Chart: "vmcluster", DependsOn: []string{"vm-operator"}, Values: rawValues(map[string]any{
 		"vmstorage": map[string]any{"replicaCount": 1},
 	})}
 }
 
 // VMAgentComponent is the default stack's vmagent: it scrapes the
-// vmcluster's components every scrapeInterval and writes to its vminsert.
-func VMAgentComponent(scrapeInterval string) opsv1.StackComponent {
-	return opsv1.StackComponent{Name: "vmagent", Chart: "vmagent", DependsOn: []string{"vmcluster"}, Values: rawValues(map[string]any{
-		"vmcluster": "vmcluster", "scrapeInterval": scrapeInterval,
+// components of vmcluster (the component's name) every scrapeInterval and
+// writes to its vminsert.
+func VMAgentComponent(vmcluster, scrapeInterval string) opsv1.StackComponent {
+	return opsv1.StackComponent{Name: "vmagent", Chart: "vmagent", DependsOn: []string{vmcluster}, Values: rawValues(map[string]any{
+		"vmcluster": vmcluster, "scrapeInterval": scrapeInterval,
 	})}
 }
 
+// DevVMCluster is the vmcluster of the declaration `make dev` applies;
+// not "vmcluster", the name docs/quickstart.md creates through the REST
+// API.
+const DevVMCluster = "metrics"
+
 // DefaultComponents is the full default declaration `make dev` applies:
-// the VictoriaMetrics operator, a vmcluster and a vmagent, in that order
-// (deploy/charts/ops-server/examples/values-bootstrap.yaml).
+// the VictoriaMetrics operator, a vmcluster and a vmagent scraping it, in
+// that order (as deploy/charts/ops-server/examples/values-bootstrap.yaml).
 func DefaultComponents() []opsv1.StackComponent {
-	return []opsv1.StackComponent{VMOperatorComponent(), VMClusterComponent(), VMAgentComponent("10s")}
+	return []opsv1.StackComponent{VMOperatorComponent(), VMClusterComponent(DevVMCluster), VMAgentComponent(DevVMCluster, "10s")}
 }
 
 func rawValues(v map[string]any) *runtime.RawExtension {
@@ -86,37 +92,29 @@ func (s *Stack) recordVMCRDs(ctx context.Context) error {
 	return nil
 }
 
-// Bootstrap applies the stack's ObservabilityStack (StackName) with
-// components, keeping the components a previous run declared beyond them
-// (server-side apply, field manager ops-dev), and waits until the
-// vm-operator component is Ready: the VictoriaMetrics operator was
-// installed by helm-controller from the vm-operator chart, its CRDs with
-// it, and the backer runs it.
+// Bootstrap creates the stack's ObservabilityStack (StackName) with
+// components and waits until its vm-operator component is Ready: the
+// VictoriaMetrics operator was installed by helm-controller from the
+// vm-operator chart, its CRDs with it, and the backer runs it. A stack
+// started again on its state keeps the declaration it has (changes made
+// to it meanwhile are the user's).
 func (s *Stack) Bootstrap(ctx context.Context, components []opsv1.StackComponent) error {
 	cur := &opsv1.ObservabilityStack{}
 	err := s.Env.Client.Get(ctx, types.NamespacedName{Namespace: Namespace, Name: StackName}, cur)
 	switch {
 	case apierrors.IsNotFound(err):
-		obj := &opsv1.ObservabilityStack{
+		cur = &opsv1.ObservabilityStack{
 			ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: StackName},
 			Spec:       opsv1.ObservabilityStackSpec{Components: components},
 		}
-		if err := s.Env.Client.Create(ctx, obj); err != nil {
+		if err := s.Env.Client.Create(ctx, cur); err != nil {
 			return fmt.Errorf("creating ObservabilityStack %s/%s: %w", Namespace, StackName, err)
 		}
 	case err != nil:
 		return err
-	default:
-		// A stack started again on its state: add what is missing.
-		patch := client.MergeFrom(cur.DeepCopy())
-		for _, c := range components {
-			if !hasComponent(cur.Spec.Components, c.Name) {
-				cur.Spec.Components = append(cur.Spec.Components, c)
-			}
-		}
-		if err := s.Env.Client.Patch(ctx, cur, patch); err != nil {
-			return fmt.Errorf("updating ObservabilityStack %s/%s: %w", Namespace, StackName, err)
-		}
+	}
+	if !hasComponent(cur.Spec.Components, "vm-operator") {
+		return nil
 	}
 	return s.WaitComponentReady(ctx, "vm-operator", 5*time.Minute)
 }

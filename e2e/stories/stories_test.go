@@ -95,6 +95,8 @@ func TestStories(t *testing.T) {
 	t.Run("18 migration: a new vmcluster restored from another vmcluster's backup serves the same samples", storyMigrate)
 	t.Run("19 backup schedule every minute with keep_last 2: exactly two backups and their data directories are left", storyBackupSchedule)
 	t.Run("20 backup gate: with backupBeforeRollout a blue-green upgrade fails before the new node group when the backup fails, and moves only after it Succeeded", storyBackupGate)
+	t.Run("21 bootstrap: the default declaration brings up vm-operator, vmcluster, vmagent in order; vmagent's up series of the vmcluster's components", storyBootstrap)
+	t.Run("22 bootstrap changes: a vmagent values change upgrades only it; removing vmagent uninstalls it; removing the vmcluster is refused without allowDataRemoval", storyBootstrapChange)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {
