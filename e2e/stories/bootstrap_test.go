@@ -48,21 +48,15 @@ func storyBootstrap(t *testing.T) {
 	g.Expect(operatorPods.Items[0].Annotations).To(HaveKey(stack.PortsAnnotation), "the backer runs the operator's process")
 	g.Expect(helmReleaseReady(g, "vm-operator")).NotTo(BeNil())
 
-	t.Cleanup(func() { removeStackComponents(t, "vmagent", "vmcluster") })
-	g.Expect(updateStack(func(s *opsv1.ObservabilityStack) {
-		s.Spec.Components = append(s.Spec.Components, stack.VMClusterComponent("vmcluster"), stack.VMAgentComponent("vmcluster", "5s"))
-	})).To(Succeed())
+	// Story 22 goes on from here, and cleans up.
+	t.Cleanup(func() {
+		if t.Failed() {
+			removeStackComponents(t, "vmagent", "vmcluster")
+		}
+	})
+	ready := declareDefaultStack(t)
 
 	// In order: vm-operator, then vmcluster, then vmagent.
-	var ready map[string]time.Time
-	g.Eventually(func(g Gomega) {
-		ready = map[string]time.Time{}
-		for _, name := range []string{"vm-operator", "vmcluster", "vmagent"} {
-			at := helmReleaseReady(g, name)
-			g.Expect(at).NotTo(BeNil(), "HelmRelease %s is not Ready", name)
-			ready[name] = at.Time
-		}
-	}, 6*time.Minute, 2*time.Second).Should(Succeed())
 	g.Expect(ready["vm-operator"]).To(BeTemporally("<", ready["vmcluster"]))
 	g.Expect(ready["vmcluster"]).To(BeTemporally("<", ready["vmagent"]))
 	g.Eventually(func(g Gomega) {
@@ -86,6 +80,40 @@ func storyBootstrap(t *testing.T) {
 		}
 		g.Expect(jobs).To(HaveLen(3), "up series: %v", series)
 	}, 3*time.Minute, 2*time.Second).Should(Succeed())
+}
+
+// declareDefaultStack adds the vmcluster and vmagent components of the
+// default declaration to the stack's ObservabilityStack (beside the
+// vm-operator there) unless they are declared, waits until the three
+// HelmReleases are Ready and returns when each became Ready.
+func declareDefaultStack(t *testing.T) map[string]time.Time {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(updateStack(func(s *opsv1.ObservabilityStack) {
+		for _, c := range []opsv1.StackComponent{stack.VMClusterComponent("vmcluster"), stack.VMAgentComponent("vmcluster", "5s")} {
+			if !declared(s, c.Name) {
+				s.Spec.Components = append(s.Spec.Components, c)
+			}
+		}
+	})).To(Succeed())
+	ready := map[string]time.Time{}
+	g.Eventually(func(g Gomega) {
+		for _, name := range []string{"vm-operator", "vmcluster", "vmagent"} {
+			at := helmReleaseReady(g, name)
+			g.Expect(at).NotTo(BeNil(), "HelmRelease %s is not Ready", name)
+			ready[name] = at.Time
+		}
+	}, 6*time.Minute, 2*time.Second).Should(Succeed())
+	return ready
+}
+
+func declared(s *opsv1.ObservabilityStack, name string) bool {
+	for _, c := range s.Spec.Components {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // helmReleaseReady returns when HelmRelease name became Ready, nil while
