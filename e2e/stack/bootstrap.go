@@ -10,7 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -18,6 +20,21 @@ import (
 // StackName is the ObservabilityStack the local stack bootstraps itself
 // with (in Namespace).
 const StackName = "default"
+
+// StackLabel is the label ops-operator puts on the HelmReleases and the
+// HelmRepository of an ObservabilityStack (its name).
+const StackLabel = "ops.observability.tidbcloud.com/stack"
+
+// NotStack selects what no ObservabilityStack manages: deleting "every
+// HelmRelease" with it (the benchmarks) keeps the stack's VictoriaMetrics
+// operator.
+func NotStack() client.MatchingLabelsSelector {
+	sel, err := labels.Parse("!" + StackLabel)
+	if err != nil {
+		panic(err) // a constant, valid label key
+	}
+	return client.MatchingLabelsSelector{Selector: sel}
+}
 
 // VMClusterCRD is the CRD the VictoriaMetrics operator's chart installs;
 // the local stack's control plane starts without it (and without every
