@@ -58,7 +58,16 @@ func storyBootstrap(t *testing.T) {
 
 	// In order: vm-operator, then vmcluster, then vmagent.
 	g.Expect(ready["vm-operator"]).To(BeTemporally("<", ready["vmcluster"]))
-	g.Expect(ready["vmcluster"]).To(BeTemporally("<", ready["vmagent"]))
+	// Ready times have a resolution of a second, and the vmcluster's
+	// HelmRelease may become Ready a second before vmagent's: vmagent was
+	// first deployed (Helm's release time) no earlier than the vmcluster
+	// was Ready, as its dependsOn demands.
+	g.Expect(ready["vmcluster"]).NotTo(BeTemporally(">", ready["vmagent"]))
+	agent := &helmv2.HelmRelease{}
+	g.Expect(st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: "vmagent"}, agent)).To(Succeed())
+	g.Expect(agent.Status.History).NotTo(BeEmpty())
+	first := agent.Status.History[len(agent.Status.History)-1].FirstDeployed
+	g.Expect(first.Time).NotTo(BeTemporally("<", ready["vmcluster"]), "vmagent installed before the vmcluster was Ready")
 	g.Eventually(func(g Gomega) {
 		s := getStack(g)
 		g.Expect(apimeta.IsStatusConditionTrue(s.Status.Conditions, opsv1.ReadyCondition)).To(BeTrue(), "%+v", s.Status)
