@@ -66,7 +66,12 @@ func storyBootstrap(t *testing.T) {
 	agent := &helmv2.HelmRelease{}
 	g.Expect(st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: "vmagent"}, agent)).To(Succeed())
 	g.Expect(agent.Status.History).NotTo(BeEmpty())
-	first := agent.Status.History[len(agent.Status.History)-1].FirstDeployed
+	first := agent.Status.History[0].FirstDeployed
+	for _, h := range agent.Status.History {
+		if h.FirstDeployed.Before(&first) {
+			first = h.FirstDeployed
+		}
+	}
 	g.Expect(first.Time).NotTo(BeTemporally("<", ready["vmcluster"]), "vmagent installed before the vmcluster was Ready")
 	g.Eventually(func(g Gomega) {
 		s := getStack(g)
