@@ -27,11 +27,11 @@ import (
 func storyBootstrapChange(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	t.Cleanup(func() { removeStackComponents(t, "vmagent", "vmcluster") })
+	t.Cleanup(func() { removeStackComponents(t, "vmagent", stackVMCluster) })
 	// What story 21 leaves (declared here when this story runs alone).
 	declareDefaultStack(t)
 	before := map[string]releaseState{}
-	for _, name := range []string{"vm-operator", "vmcluster", "vmagent"} {
+	for _, name := range []string{"vm-operator", stackVMCluster, "vmagent"} {
 		before[name] = releaseOf(g, name)
 	}
 
@@ -39,7 +39,7 @@ func storyBootstrapChange(t *testing.T) {
 	g.Expect(updateStack(func(s *opsv1.ObservabilityStack) {
 		for i := range s.Spec.Components {
 			if s.Spec.Components[i].Name == "vmagent" {
-				s.Spec.Components[i] = stack.VMAgentComponent("vmcluster", "7s")
+				s.Spec.Components[i] = stack.VMAgentComponent(stackVMCluster, "7s")
 			}
 		}
 	})).To(Succeed())
@@ -54,7 +54,7 @@ func storyBootstrapChange(t *testing.T) {
 		interval, _, _ := unstructured.NestedString(vmagent.Object, "spec", "scrapeInterval")
 		g.Expect(interval).To(Equal("7s"))
 	}, 3*time.Minute, time.Second).Should(Succeed())
-	for _, name := range []string{"vm-operator", "vmcluster"} {
+	for _, name := range []string{"vm-operator", stackVMCluster} {
 		g.Expect(releaseOf(g, name)).To(Equal(before[name]), "%s is not upgraded", name)
 	}
 
@@ -80,7 +80,7 @@ func storyBootstrapChange(t *testing.T) {
 	err := updateStack(func(s *opsv1.ObservabilityStack) {
 		var keep []opsv1.StackComponent
 		for _, c := range s.Spec.Components {
-			if c.Name != "vmcluster" {
+			if c.Name != stackVMCluster {
 				keep = append(keep, c)
 			}
 		}
@@ -89,17 +89,17 @@ func storyBootstrapChange(t *testing.T) {
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).To(ContainSubstring("removing a vmcluster component deletes its data: set allowDataRemoval to true to remove it"))
 	s := getStack(g)
-	g.Expect(s.Spec.Components).To(ContainElement(HaveField("Name", "vmcluster")))
+	g.Expect(s.Spec.Components).To(ContainElement(HaveField("Name", stackVMCluster)))
 	g.Consistently(func(g Gomega) {
-		g.Expect(helmReleaseReady(g, "vmcluster")).NotTo(BeNil())
+		g.Expect(helmReleaseReady(g, stackVMCluster)).NotTo(BeNil())
 	}, 3*time.Second, time.Second).Should(Succeed())
 
 	// Clean up: removed with the explicit flag (then reset).
-	removeStackComponents(t, "vmcluster")
+	removeStackComponents(t, stackVMCluster)
 	g.Eventually(func(g Gomega) {
 		vmc := &unstructured.Unstructured{}
 		vmc.SetGroupVersionKind(schema.GroupVersionKind{Group: "operator.victoriametrics.com", Version: "v1beta1", Kind: "VMCluster"})
-		err := st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: "vmcluster"}, vmc)
+		err := st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: stackVMCluster}, vmc)
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "VMCluster vmcluster: %v", err)
 	}, 3*time.Minute, time.Second).Should(Succeed())
 }

@@ -51,18 +51,18 @@ func storyBootstrap(t *testing.T) {
 	// Story 22 goes on from here, and cleans up.
 	t.Cleanup(func() {
 		if t.Failed() {
-			removeStackComponents(t, "vmagent", "vmcluster")
+			removeStackComponents(t, "vmagent", stackVMCluster)
 		}
 	})
 	ready := declareDefaultStack(t)
 
 	// In order: vm-operator, then vmcluster, then vmagent.
-	g.Expect(ready["vm-operator"]).To(BeTemporally("<", ready["vmcluster"]))
+	g.Expect(ready["vm-operator"]).To(BeTemporally("<", ready[stackVMCluster]))
 	// Ready times have a resolution of a second, and the vmcluster's
 	// HelmRelease may become Ready a second before vmagent's: vmagent was
 	// first deployed (Helm's release time) no earlier than the vmcluster
 	// was Ready, as its dependsOn demands.
-	g.Expect(ready["vmcluster"]).NotTo(BeTemporally(">", ready["vmagent"]))
+	g.Expect(ready[stackVMCluster]).NotTo(BeTemporally(">", ready["vmagent"]))
 	agent := &helmv2.HelmRelease{}
 	g.Expect(st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: "vmagent"}, agent)).To(Succeed())
 	g.Expect(agent.Status.History).NotTo(BeEmpty())
@@ -72,7 +72,7 @@ func storyBootstrap(t *testing.T) {
 			first = h.FirstDeployed
 		}
 	}
-	g.Expect(first.Time).NotTo(BeTemporally("<", ready["vmcluster"]), "vmagent installed before the vmcluster was Ready")
+	g.Expect(first.Time).NotTo(BeTemporally("<", ready[stackVMCluster]), "vmagent installed before the vmcluster was Ready")
 	g.Eventually(func(g Gomega) {
 		s := getStack(g)
 		g.Expect(apimeta.IsStatusConditionTrue(s.Status.Conditions, opsv1.ReadyCondition)).To(BeTrue(), "%+v", s.Status)
@@ -80,7 +80,7 @@ func storyBootstrap(t *testing.T) {
 
 	// vmagent's up series of the vmcluster's components, read at the
 	// vmcluster's select endpoint.
-	query := st.ServicesURL() + "/" + obs + "/vmselect-vmcluster/select/0/prometheus/api/v1/query?" + url.Values{"query": {"up"}}.Encode()
+	query := st.ServicesURL() + "/" + obs + "/vmselect-" + stackVMCluster + "/select/0/prometheus/api/v1/query?" + url.Values{"query": {"up"}}.Encode()
 	g.Eventually(func(g Gomega) {
 		series := instantVector(g, query)
 		jobs := map[string]bool{}
@@ -104,7 +104,7 @@ func declareDefaultStack(t *testing.T) map[string]time.Time {
 	t.Helper()
 	g := NewWithT(t)
 	g.Expect(updateStack(func(s *opsv1.ObservabilityStack) {
-		for _, c := range []opsv1.StackComponent{stack.VMClusterComponent("vmcluster"), stack.VMAgentComponent("vmcluster", "5s")} {
+		for _, c := range []opsv1.StackComponent{stack.VMClusterComponent(stackVMCluster), stack.VMAgentComponent(stackVMCluster, "5s")} {
 			if !declared(s, c.Name) {
 				s.Spec.Components = append(s.Spec.Components, c)
 			}
@@ -112,7 +112,7 @@ func declareDefaultStack(t *testing.T) map[string]time.Time {
 	})).To(Succeed())
 	ready := map[string]time.Time{}
 	g.Eventually(func(g Gomega) {
-		for _, name := range []string{"vm-operator", "vmcluster", "vmagent"} {
+		for _, name := range []string{"vm-operator", stackVMCluster, "vmagent"} {
 			at := helmReleaseReady(g, name)
 			g.Expect(at).NotTo(BeNil(), "HelmRelease %s is not Ready", name)
 			ready[name] = at.Time
@@ -129,6 +129,11 @@ func declared(s *opsv1.ObservabilityStack, name string) bool {
 	}
 	return false
 }
+
+// stackVMCluster is the vmcluster component stories 21 and 22 declare:
+// not "vmcluster", the vmcluster earlier stories create through the REST
+// API (a HelmRelease of that name would be a conflict).
+const stackVMCluster = "stack-metrics"
 
 // helmReleaseReady returns when HelmRelease name became Ready, nil while
 // it is not Ready.
