@@ -87,7 +87,9 @@ func storyBootstrap(t *testing.T) {
 		for _, s := range series {
 			g.Expect(s.Metric["instance"]).NotTo(BeEmpty(), "%v", s.Metric)
 			for _, c := range []string{"vmstorage", "vminsert", "vmselect"} {
-				if strings.Contains(s.Metric["job"], c) && s.Value == "1" {
+				// The VM operator's VMServiceScrape of a component is named
+				// (and so is its job) <component>-<vmcluster>.
+				if s.Metric["job"] == c+"-"+stackVMCluster && strings.Contains(s.Metric["pod"], c) && s.Value == "1" {
 					jobs[c] = true
 				}
 			}
