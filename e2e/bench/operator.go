@@ -41,10 +41,10 @@ func (e *env) operatorPhase(ctx context.Context, res *Results) error {
 	// stop Flux, which this run does not need.
 	e.logf("Deleting every HelmRelease; waiting for the uninstalls and the vmstorage Pods to go")
 	for _, ns := range []string{stack.Namespace, namespaceDirect} {
-		if err := e.kube.DeleteAllOf(ctx, &helmv2.HelmRelease{}, client.InNamespace(ns)); err != nil {
+		if err := e.kube.DeleteAllOf(ctx, &helmv2.HelmRelease{}, client.InNamespace(ns), stack.NotStack()); err != nil {
 			return err
 		}
-		if err := e.kube.DeleteAllOf(ctx, &sourcev1.HelmRepository{}, client.InNamespace(ns)); err != nil {
+		if err := e.kube.DeleteAllOf(ctx, &sourcev1.HelmRepository{}, client.InNamespace(ns), stack.NotStack()); err != nil {
 			return err
 		}
 	}

@@ -150,7 +150,11 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		return nil, err
 	}
 	e.logf("Starting the local stack in %s", cfg.StateDir)
-	st, err := stack.Start(ctx, stack.Options{StateDir: cfg.StateDir, Out: cfg.Out, APIAddress: fmt.Sprintf("127.0.0.1:%d", port)})
+	// With ops-operator for the stack to bootstrap itself (the VictoriaMetrics
+	// operator and its CRDs from the vm-operator chart); it is stopped right
+	// away and started again, measured, by the operator phase. The deletes
+	// of "every HelmRelease" below keep the stack's (stack.NotStack).
+	st, err := stack.Start(ctx, stack.Options{StateDir: cfg.StateDir, Out: cfg.Out, WithOperator: true, APIAddress: fmt.Sprintf("127.0.0.1:%d", port)})
 	if err != nil {
 		if st != nil {
 			for _, p := range st.Processes() {
@@ -163,6 +167,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		e.logf("Stopping the local stack")
 		st.Stop()
 	}()
+	st.StopOperator()
 	e.st = st
 	if err := e.connect(); err != nil {
 		return nil, err

@@ -32,10 +32,10 @@ func (e *env) runningPhase(ctx context.Context, res *Results) error {
 	// finalizer and go at once.
 	e.logf("Deleting the %d vmclusters of the read path and their direct copies", cfg.VMClusters)
 	for _, ns := range []string{stack.Namespace, namespaceDirect} {
-		if err := e.kube.DeleteAllOf(ctx, &helmv2.HelmRelease{}, client.InNamespace(ns)); err != nil {
+		if err := e.kube.DeleteAllOf(ctx, &helmv2.HelmRelease{}, client.InNamespace(ns), stack.NotStack()); err != nil {
 			return err
 		}
-		if err := e.kube.DeleteAllOf(ctx, &sourcev1.HelmRepository{}, client.InNamespace(ns)); err != nil {
+		if err := e.kube.DeleteAllOf(ctx, &sourcev1.HelmRepository{}, client.InNamespace(ns), stack.NotStack()); err != nil {
 			return err
 		}
 	}
@@ -203,7 +203,7 @@ func (e *env) waitReleasesGone(ctx context.Context, timeout time.Duration, prefi
 		left = 0
 		for _, ns := range []string{stack.Namespace, namespaceDirect} {
 			var list helmv2.HelmReleaseList
-			if err := e.kube.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			if err := e.kube.List(ctx, &list, client.InNamespace(ns), stack.NotStack()); err != nil {
 				return false, err
 			}
 			for _, hr := range list.Items {

@@ -85,6 +85,16 @@ func testKindMode(t *testing.T, g Gomega, rec *tilt) {
 		_, err := os.Stat(filepath.Join(root, dep))
 		g.Expect(err).NotTo(HaveOccurred(), "local_resource dep %s", dep)
 	}
+	// Every baked chart (deploy/charts but ops-server, as the Dockerfile's
+	// /etc/charts) is copied into the dev images.
+	charts, err := os.ReadDir(filepath.Join(root, "deploy", "charts"))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, c := range charts {
+		if !c.IsDir() || c.Name() == "ops-server" {
+			continue
+		}
+		g.Expect(rec.localRes["binaries"]["cmd"]).To(ContainSubstring("cp -R deploy/charts/"+c.Name()+" "), "the Tiltfile copies chart %s", c.Name())
+	}
 	g.Expect(rec.localRes).To(HaveKey("generate-manifests"))
 	g.Expect(rec.localRes["generate-manifests"]["cmd"]).To(Equal("make generate manifests"))
 	g.Expect(rec.localRes["generate-manifests"]["auto_init"]).To(Equal("False"))

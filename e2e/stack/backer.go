@@ -46,6 +46,29 @@ type component struct {
 	listen map[string]int
 	// extra are flags added to the Pod's, to keep the local stack light.
 	extra []string
+	// image is the image's name when it is not name (the VictoriaMetrics
+	// operator's image is victoriametrics/operator).
+	image string
+	// httpFlag is the listen flag of the address health is asked at
+	// (httpListenAddr when empty), healthPath the path (/health when
+	// empty).
+	httpFlag, healthPath string
+	// podEnv: the process gets the container's environment (its literal
+	// values) and KUBECONFIG, the stack's admin kubeconfig (an operator
+	// talks to the API server as its in-cluster client would).
+	podEnv bool
+	// scrapeConfig: the process is vmagent, its scrape configuration is
+	// the operator's Secret translated for the local stack and its
+	// remote-write URLs point at the Service proxy (backer_vmagent.go).
+	scrapeConfig bool
+}
+
+// httpListenFlag is the listen flag of the address health is asked at.
+func (c *component) httpListenFlag() string {
+	if c.httpFlag != "" {
+		return c.httpFlag
+	}
+	return "httpListenAddr"
 }
 
 // components are the binaries the backer knows.
@@ -55,6 +78,13 @@ var components = []component{
 		extra: []string{"-memory.allowedPercent=10"}},
 	{name: "vmselect", listen: map[string]int{"httpListenAddr": 8481, "clusternativeListenAddr": 0},
 		extra: []string{"-memory.allowedPercent=10", "-search.maxConcurrentRequests=2", "-search.disableCache"}},
+	// The VictoriaMetrics operator of the stack's vm-operator component
+	// (deploy/charts/vm-operator): its webhook is off by default.
+	{name: "vm-operator", image: "operator", listen: map[string]int{"health-probe-bind-address": 8081, "metrics-bind-address": 8080},
+		httpFlag: "health-probe-bind-address", healthPath: "/ready", podEnv: true},
+	// The vmagent of a VMAgent (the stack's vmagent component).
+	{name: "vmagent", listen: map[string]int{"httpListenAddr": 8429}, scrapeConfig: true,
+		extra: []string{"-memory.allowedPercent=10", "-promscrape.configCheckInterval=2s", "-remoteWrite.flushInterval=1s"}},
 }
 
 // backedPodSelector selects the Pods of every component.
@@ -67,9 +97,17 @@ func backedPodSelector() string {
 }
 
 // componentOf returns the component of a Pod and its container: the
-// container named after a known component, or whose image is one
-// (victoriametrics/vmstorage:<tag>).
+// container named after a known component, else one whose image is one
+// (victoriametrics/vmstorage:<tag>; a vmagent Pod's config-reloader
+// sidecar has the operator's image, so names go first).
 func componentOf(p *corev1.Pod) (*component, *corev1.Container) {
+	for i := range p.Spec.Containers {
+		for j := range components {
+			if p.Spec.Containers[i].Name == components[j].name {
+				return &components[j], &p.Spec.Containers[i]
+			}
+		}
+	}
 	for i := range p.Spec.Containers {
 		c := &p.Spec.Containers[i]
 		image := c.Image
@@ -81,7 +119,7 @@ func componentOf(p *corev1.Pod) (*component, *corev1.Container) {
 			image = image[:colon]
 		}
 		for j := range components {
-			if c.Name == components[j].name || image == components[j].name {
+			if image == components[j].name || (components[j].image != "" && image == components[j].image) {
 				return &components[j], c
 			}
 		}
@@ -131,6 +169,13 @@ type podBacker struct {
 	// foreign are the Pods on Nodes that are not kwok's: their kubelet
 	// runs them, the backer leaves them alone (and says so once).
 	foreign map[types.UID]bool
+
+	// kubeconfig is the stack's admin kubeconfig (podEnv components, and
+	// vmagent's Kubernetes service discovery).
+	kubeconfig string
+	// servicesURL is the Service proxy's base URL (vmagent's remote
+	// write).
+	servicesURL string
 }
 
 // backedPod is the process backing one Pod.
@@ -139,6 +184,12 @@ type backedPod struct {
 	comp      *component
 	container string
 	args      []string
+	// env is the process's environment beyond the backer's (podEnv).
+	env []string
+	// config is vmagent's local scrape configuration file, wrote what
+	// was last written to it.
+	config    string
+	wrote     []byte
 	ports     map[int]int
 	proc      *testenv.Process
 	endpoint  string
@@ -182,7 +233,7 @@ func (s *Stack) startBacker() error {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	b := &podBacker{
 		events: broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet"}),
-		cs:     cs, dataRoot: s.VMStorageRoot(), podRoot: filepath.Join(s.stateDir, "pods"),
+		cs:     cs, kubeconfig: s.Env.KubeconfigPath, dataRoot: s.VMStorageRoot(), podRoot: filepath.Join(s.stateDir, "pods"),
 		env: []string{StackEnv + "=" + s.stateDir}, logf: s.step, health: &http.Client{Timeout: time.Second},
 		ports:  newPortRegistry(),
 		cancel: cancel, done: make(chan struct{}), procs: map[types.NamespacedName]*backedPod{}, foreign: map[types.UID]bool{},
@@ -215,6 +266,7 @@ func (s *Stack) startBacker() error {
 		return fmt.Errorf("starting the Service proxy: %w", err)
 	}
 	s.servicesAddr = proxy.addr
+	b.servicesURL = "http://" + proxy.addr
 	go func() {
 		defer close(b.done)
 		defer broadcaster.Shutdown()
@@ -345,6 +397,14 @@ func (b *podBacker) sync(ctx context.Context) {
 			b.procs[k] = bp
 			b.mu.Unlock()
 		}
+		if bp.comp.scrapeConfig {
+			if err := b.writeScrapeConfig(ctx, p, bp); err != nil {
+				b.logf("backer: Pod %s: %v", k, err)
+				if bp.proc == nil {
+					continue
+				}
+			}
+		}
 		held := b.hold(k, p, bp)
 		if !held {
 			b.run(k, bp)
@@ -385,11 +445,24 @@ func (b *podBacker) prepare(ctx context.Context, p *corev1.Pod) (*backedPod, err
 		paths["storageDataPath"] = bp.dataDir
 	}
 	self := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-	bp.args, bp.ports, err = localArgs(comp, c.Args, self, paths, b.ports.local)
+	args := c.Args
+	if comp.scrapeConfig {
+		dir := filepath.Join(b.podRoot, p.Namespace, p.Name)
+		bp.config = filepath.Join(dir, "vmagent.yaml")
+		paths["promscrape.config"] = bp.config
+		paths["remoteWrite.tmpDataPath"] = filepath.Join(dir, "remotewrite-data")
+		if args, err = localRemoteWrite(args, p.Namespace, b.servicesURL); err != nil {
+			return nil, err
+		}
+	}
+	bp.args, bp.ports, err = localArgs(comp, args, self, paths, b.ports.local)
 	if err != nil {
 		return nil, err
 	}
-	bp.endpoint = fmt.Sprintf("http://127.0.0.1:%d", bp.ports[comp.listen["httpListenAddr"]])
+	if comp.podEnv {
+		bp.env = append(containerEnv(c), "KUBECONFIG="+b.kubeconfig)
+	}
+	bp.endpoint = fmt.Sprintf("http://127.0.0.1:%d", bp.ports[comp.listen[comp.httpListenFlag()]])
 	return bp, nil
 }
 
@@ -424,7 +497,7 @@ func (b *podBacker) run(k types.NamespacedName, bp *backedPod) {
 	// The Pod's container log, in the kubelet's format (kubectl logs reads
 	// it through kwok, see podio.go).
 	logPath := filepath.Join(b.podRoot, k.Namespace, k.Name, bp.container+".log")
-	proc, err := startContainerProcess(bp.comp.name, logPath, bp.args, b.env)
+	proc, err := startContainerProcess(bp.comp.name, logPath, bp.args, append(append([]string(nil), b.env...), bp.env...))
 	if err != nil {
 		b.logf("backer: Pod %s: %v", k, err)
 		return
@@ -444,7 +517,11 @@ func (b *podBacker) healthy(ctx context.Context, bp *backedPod) bool {
 	if bp.proc == nil || bp.proc.Exited() {
 		return false
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, bp.endpoint+"/health", nil)
+	path := bp.comp.healthPath
+	if path == "" {
+		path = "/health"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, bp.endpoint+path, nil)
 	if err != nil {
 		return false
 	}

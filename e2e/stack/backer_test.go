@@ -129,7 +129,9 @@ func TestComponentOf(t *testing.T) {
 		{"by container name", pod(corev1.Container{Name: "sidecar", Image: "busybox"}, corev1.Container{Name: "vmselect", Image: "x"}), "vmselect", "vmselect"},
 		{"by image", pod(corev1.Container{Name: "main", Image: "registry.example/victoriametrics/vminsert:v1.100.0-cluster"}), "vminsert", "main"},
 		{"by image with a digest", pod(corev1.Container{Name: "main", Image: "victoriametrics/vmstorage@sha256:abc"}), "vmstorage", "main"},
-		{"unknown", pod(corev1.Container{Name: "vmagent", Image: "victoriametrics/vmagent:v1"}), "", ""},
+		{"vmagent before its config-reloader", pod(corev1.Container{Name: "config-reloader", Image: "victoriametrics/operator:config-reloader-v0.74.1"}, corev1.Container{Name: "vmagent", Image: "victoriametrics/vmagent:v1"}), "vmagent", "vmagent"},
+		{"the VictoriaMetrics operator by its image", pod(corev1.Container{Name: "manager", Image: "victoriametrics/operator:v0.74.1"}), "vm-operator", "manager"},
+		{"unknown", pod(corev1.Container{Name: "vmalert", Image: "victoriametrics/vmalert:v1"}), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

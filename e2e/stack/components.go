@@ -1,84 +1,15 @@
 package stack
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/testenv"
 )
-
-// vmOperatorCRDs writes the VictoriaMetrics operator's CRDs (from the
-// module the vm-operator binary is built from, so they always match) into
-// dir, one file per CRD, leaving out the ones crds/ already has.
-func vmOperatorCRDs(root, dir string) error {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/VictoriaMetrics/operator")
-	cmd.Dir = filepath.Join(root, "hack", "tools", "vm-operator")
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	out, err := cmd.Output()
-	if err != nil {
-		return fmt.Errorf("locating the VictoriaMetrics operator module: %w", err)
-	}
-	src := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "overlay", "crd.descriptionless.yaml")
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	_, statErr := os.Stat(filepath.Join(root, "crds", "operator.victoriametrics.com_vmclusters.yaml"))
-	haveVMCluster := statErr == nil
-	for i, doc := range bytes.Split(b, []byte("\n---")) {
-		if !bytes.Contains(doc, []byte("kind: CustomResourceDefinition")) {
-			continue
-		}
-		// crds/ ships the VMCluster CRD the operator module uses.
-		if haveVMCluster && bytes.Contains(doc, []byte("name: vmclusters.operator.victoriametrics.com")) {
-			continue
-		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("vm-%02d.yaml", i)), doc, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// startVMOperator runs the real VictoriaMetrics operator out of cluster:
-// VMCluster objects become vmstorage/vmselect/vminsert workloads.
-func (s *Stack) startVMOperator(ctx context.Context) error {
-	metrics, err := testenv.FreePort()
-	if err != nil {
-		return err
-	}
-	health, err := testenv.FreePort()
-	if err != nil {
-		return err
-	}
-	p, err := testenv.StartProcess("vm-operator", s.logDir, []string{
-		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", metrics),
-		fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", health),
-		"-pprof-addr=",
-		"-leader-elect=false",
-	}, []string{
-		"KUBECONFIG=" + s.Env.KubeconfigPath,
-		"WATCH_NAMESPACE=",
-		// Local pods are simulated; do not wait minutes for them.
-		"VM_PODWAITREADYTIMEOUT=30s",
-		"VM_APPREADYTIMEOUT=60s",
-		"VM_PODWAITREADYINTERVALCHECK=1s",
-	})
-	if err != nil {
-		return err
-	}
-	s.procs = append(s.procs, p)
-	return p.WaitHTTPOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/ready", health), time.Minute)
-}
 
 // OperatorArgs are the ops-operator flags of the local stack: no leader
 // election (it is killed and restarted by the e2e suite), quick polls and a
@@ -129,6 +60,9 @@ func (s *Stack) StartOperator(ctx context.Context) error {
 		"--backup-fs-roots=" + s.BackupRoot(),
 		"--vmbackup-binary=" + vmbackup,
 		"--vmrestore-binary=" + vmrestore,
+		// ObservabilityStacks install from the charts ops-apiserver serves.
+		"--bootstrap-chart-repository=http://" + s.chartRepoAddr,
+		"--bootstrap-poll-interval=2s",
 	}, OperatorArgs...), []string{"KUBECONFIG=" + s.Env.KubeconfigPath})
 	if err != nil {
 		return err
@@ -163,7 +97,7 @@ func (s *Stack) RestoreStartsLog() string {
 const APIAddress = "127.0.0.1:8080"
 
 // StartAPIServer starts ops-apiserver from bin/ (built by `make build`) on
-// addr, serving the vmcluster chart of deploy/charts as the baked-in chart.
+// addr, serving the charts of deploy/charts as the baked-in charts.
 // Once the backer runs, the vmclusters' endpoints point at the Service
 // proxy (LocalEndpoints).
 func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
@@ -186,7 +120,9 @@ func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
 		"--listen-address=" + addr,
 		"--kubeconfig=" + s.Env.KubeconfigPath,
 		"--namespace=observability",
-		"--chart-dir=" + filepath.Join(root, "deploy", "charts", "vmcluster"),
+		// Every chart of deploy/charts: vmcluster for the REST API, the
+		// default stack's charts for ObservabilityStacks.
+		"--chart-dir=" + filepath.Join(root, "deploy", "charts"),
 		"--local-repository-listen-address=" + repoAddr,
 		"--log-format=console",
 		"--enable-mock-cloud",
@@ -223,4 +159,13 @@ func LocalEndpoints(base string) []string {
 		"--chart-endpoint=prometheus=" + base + "/{{.Namespace}}/vmselect-{{.Release}}/select/0/prometheus",
 		"--chart-endpoint=remote_write=" + base + "/{{.Namespace}}/vminsert-{{.Release}}/insert/0/prometheus/api/v1/write",
 	}
+}
+
+// componentNames lists the components' names, for progress lines.
+func componentNames(cs []opsv1.StackComponent) string {
+	names := make([]string, 0, len(cs))
+	for _, c := range cs {
+		names = append(names, c.Name)
+	}
+	return strings.Join(names, ", ")
 }

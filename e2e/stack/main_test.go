@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -118,20 +119,48 @@ var (
 	vmErr  error
 )
 
-// installVMOperatorCRDs installs the VictoriaMetrics operator's CRDs that
-// crds/ does not have, as Start does, but only for the tests that need
-// them.
+// installVMOperatorCRDs installs the VictoriaMetrics operator's CRDs of
+// the vm-operator chart (the stack's helm-controller installs them from the
+// chart), only for the tests that need them.
 func installVMOperatorCRDs(s *Stack) error {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(s.stateDir, "vm-crds")
-	if err := vmOperatorCRDs(root, dir); err != nil {
-		return err
-	}
 	_, err = envtest.InstallCRDs(s.Env.Config, envtest.CRDInstallOptions{
-		Paths: []string{dir}, ErrorIfPathMissing: true, MaxTime: 3 * time.Minute, PollInterval: time.Second,
+		Paths:              []string{filepath.Join(root, "deploy", "charts", "vm-operator", "crds")},
+		ErrorIfPathMissing: true, MaxTime: 3 * time.Minute, PollInterval: time.Second,
 	})
 	return err
+}
+
+// startVMOperator runs the real VictoriaMetrics operator out of cluster
+// for this package's tests (the stack runs it as the backed Pod of the
+// vm-operator component instead).
+func (s *Stack) startVMOperator(ctx context.Context) error {
+	metrics, err := testenv.FreePort()
+	if err != nil {
+		return err
+	}
+	health, err := testenv.FreePort()
+	if err != nil {
+		return err
+	}
+	p, err := testenv.StartProcess("vm-operator", s.logDir, []string{
+		fmt.Sprintf("-metrics-bind-address=127.0.0.1:%d", metrics),
+		fmt.Sprintf("-health-probe-bind-address=127.0.0.1:%d", health),
+		"-pprof-addr=",
+		"-leader-elect=false",
+	}, []string{
+		"KUBECONFIG=" + s.Env.KubeconfigPath,
+		"WATCH_NAMESPACE=",
+		"VM_PODWAITREADYTIMEOUT=30s",
+		"VM_APPREADYTIMEOUT=60s",
+		"VM_PODWAITREADYINTERVALCHECK=1s",
+	})
+	if err != nil {
+		return err
+	}
+	s.procs = append(s.procs, p)
+	return p.WaitHTTPOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/ready", health), time.Minute)
 }

@@ -3,7 +3,11 @@
 // kube-controller-manager, kube-scheduler and kwok (simulated kubelets),
 // a volume provisioner (directories in the state directory), the real Flux
 // source-controller and helm-controller, the simulated cloud
-// with one cluster and its node groups as kwok Nodes, and ops-operator.
+// with one cluster and its node groups as kwok Nodes, ops-operator and
+// ops-apiserver. The control plane starts without the VictoriaMetrics
+// CRDs: the stack bootstraps itself with an ObservabilityStack (Bootstrap),
+// so helm-controller installs the VictoriaMetrics operator from the baked
+// vm-operator chart and the backer runs bin/vm-operator for its Pod.
 package stack
 
 import (
@@ -49,6 +53,11 @@ type Options struct {
 	// keeps this URL, so a stack started again on the same state must
 	// serve the chart at the same address.
 	ChartRepositoryAddress string
+	// Components are the ObservabilityStack's components the stack
+	// bootstraps itself with once ops-operator and ops-apiserver run
+	// (both needed); empty: the vm-operator component only (the e2e
+	// suite's stack). `make dev` declares DefaultComponents.
+	Components []opsv1.StackComponent
 }
 
 // ChartRepositoryAddress is the chart repository address of `make dev`
@@ -76,8 +85,12 @@ type Stack struct {
 	APIURL    string
 	// Token is a bearer token the REST API accepts ("" while the API runs
 	// without authentication). Clients send it as "Authorization: Bearer".
-	Token    string
-	stateDir string
+	Token string
+	// VMCRDsAbsentAtStart is true when the control plane had no
+	// VictoriaMetrics CRD before the stack bootstrapped itself (a fresh
+	// state directory).
+	VMCRDsAbsentAtStart bool
+	stateDir            string
 	// apiServerArgs are Options.APIServerArgs.
 	apiServerArgs []string
 	logDir        string
@@ -116,18 +129,11 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 			s.Stop()
 		}
 	}()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		return s, err
-	}
-	vmCRDs := filepath.Join(state, "vm-crds")
-	if err := vmOperatorCRDs(root, vmCRDs); err != nil {
-		return s, err
-	}
+	// No VictoriaMetrics CRD: the stack bootstraps itself (Bootstrap).
 	envOpts, err := withKwokIO(testenv.Options{
-		EtcdDataDir:  filepath.Join(state, "etcd"),
-		ExtraCRDDirs: []string{vmCRDs},
-		AddToScheme:  []func(*runtime.Scheme) error{opsv1.AddToScheme},
+		EtcdDataDir: filepath.Join(state, "etcd"),
+		OmitCRDs:    vmCRDFiles,
+		AddToScheme: []func(*runtime.Scheme) error{opsv1.AddToScheme},
 	}, filepath.Join(state, "kwok-crds"))
 	if err != nil {
 		return s, err
@@ -157,9 +163,17 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if s.Flux, err = s.Env.StartFlux(ctx, testenv.FluxOptions{LabelSelector: opsv1.FluxShardLabel + "=" + opsv1.DefaultFluxShard}); err != nil {
 		return s, err
 	}
-	s.step("Starting the VictoriaMetrics operator")
-	if err := s.startVMOperator(ctx); err != nil {
+	if err := s.recordVMCRDs(ctx); err != nil {
 		return s, err
+	}
+	// ops-operator installs the stack's components from the charts
+	// ops-apiserver serves: one address for both.
+	if s.chartRepoAddr == "" {
+		port, err := testenv.FreePort()
+		if err != nil {
+			return s, err
+		}
+		s.chartRepoAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
 	// The namespace the chart installs ops-server into holds the vmclusters
 	// and the upgrade operations.
@@ -179,6 +193,16 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if o.APIAddress != "" {
 		s.step("Starting ops-apiserver on http://%s", o.APIAddress)
 		if err := s.StartAPIServer(ctx, o.APIAddress); err != nil {
+			return s, err
+		}
+	}
+	if o.WithOperator && o.APIAddress != "" {
+		components := o.Components
+		if len(components) == 0 {
+			components = []opsv1.StackComponent{VMOperatorComponent()}
+		}
+		s.step("Bootstrapping: ObservabilityStack %s/%s with %s; waiting for the VictoriaMetrics operator", Namespace, StackName, componentNames(components))
+		if err := s.Bootstrap(ctx, components); err != nil {
 			return s, err
 		}
 	}

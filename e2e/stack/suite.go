@@ -31,7 +31,9 @@ func RunSuite(m testenv.M, prefix string, st **Stack, onFailure func()) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// Starting includes bootstrapping: helm-controller installs the
+	// VictoriaMetrics operator and its CRDs.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	s, err := Start(ctx, Options{
 		StateDir: state, Out: os.Stderr, WithOperator: true, APIAddress: fmt.Sprintf("127.0.0.1:%d", port),
 	})

@@ -1,7 +1,7 @@
 // Package stories is the e2e suite: it starts the same local stack as
-// `make dev` (control plane, kcm, scheduler, kwok, Flux, the
-// VictoriaMetrics operator, the simulated cloud, ops-operator and
-// ops-apiserver) and runs the user stories only through the REST API and
+// `make dev` (control plane, kcm, scheduler, kwok, Flux, the simulated
+// cloud, ops-operator and ops-apiserver, then the VictoriaMetrics operator
+// bootstrapped by an ObservabilityStack) and runs the user stories only through the REST API and
 // kubectl.
 package stories
 
@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 // VMClusters, workloads, nodes, Events and the component logs.
 func dump() {
 	for _, args := range [][]string{
-		{"get", "clusterupgradeoperations,clusterbackups,helmreleases,helmrepositories,vmclusters", "-A", "-o", "wide"},
+		{"get", "clusterupgradeoperations,clusterbackups,helmreleases,helmrepositories,vmclusters,observabilitystacks,vmagents", "-A", "-o", "wide"},
 		{"get", "statefulsets,deployments,pods", "-A", "-o", "wide"},
 		{"get", "nodes", "-L", stack.NodeGroupLabel},
 		{"get", "events", "-A", "--sort-by=.lastTimestamp"},

@@ -95,10 +95,12 @@ func TestStories(t *testing.T) {
 	t.Run("18 migration: a new vmcluster restored from another vmcluster's backup serves the same samples", storyMigrate)
 	t.Run("19 backup schedule every minute with keep_last 2: exactly two backups and their data directories are left", storyBackupSchedule)
 	t.Run("20 backup gate: with backupBeforeRollout a blue-green upgrade fails before the new node group when the backup fails, and moves only after it Succeeded", storyBackupGate)
+	t.Run("21 bootstrap: the default declaration brings up vm-operator, vmcluster, vmagent in order; vmagent's up series of the vmcluster's components", storyBootstrap)
+	t.Run("22 bootstrap changes: a vmagent values change upgrades only it; removing vmagent uninstalls it; removing the vmcluster is refused without allowDataRemoval", storyBootstrapChange)
 	t.Run("23 approval gate: BeforeNodeGroups stops after the control plane, holds across an operator restart, PUT approve finishes it", storyApprovalGate)
+	t.Run("24 metrics: a failed upgrade raises the chart's upgrade-failed alert expression, evaluated on ops-operator's scraped metrics", storyUpgradeFailedAlert)
 	t.Run("25 the quickstart: docs/quickstart.md's shell blocks run in order against the stack", storyQuickstart)
 	t.Run("26 preflight: a PodDisruptionBudget with maxUnavailable 0 over a vmstorage Pod fails POST …/preflight naming both, and the operation before any cloud change with the same check", storyPreflight)
-	t.Run("24 metrics: a failed upgrade raises the chart's upgrade-failed alert expression, evaluated on ops-operator's scraped metrics", storyUpgradeFailedAlert)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {

@@ -55,6 +55,7 @@ tools=(
   "vmselect|victoriametrics|github.com/VictoriaMetrics/VictoriaMetrics/app/vmselect|${vm_ldflags}"
   "vmbackup|victoriametrics|github.com/VictoriaMetrics/VictoriaMetrics/app/vmbackup|${vm_ldflags}"
   "vmrestore|victoriametrics|github.com/VictoriaMetrics/VictoriaMetrics/app/vmrestore|${vm_ldflags}"
+  "vmagent|victoriametrics|github.com/VictoriaMetrics/VictoriaMetrics/app/vmagent|${vm_ldflags}"
 )
 if [ -n "${OPS_TOOLS_TABLE:-}" ]; then
   mapfile -t tools < <(grep -v -e '^#' -e '^$' "$OPS_TOOLS_TABLE")

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,9 @@ type Options struct {
 	AddToScheme []func(*runtime.Scheme) error
 	// ExtraCRDDirs are installed after crds/.
 	ExtraCRDDirs []string
+	// OmitCRDs are files of crds/ not installed (the local stack leaves
+	// out the VictoriaMetrics CRDs: the vm-operator chart installs them).
+	OmitCRDs []string
 	// EtcdDataDir keeps etcd's data in a directory that outlives the
 	// environment (the local stack's state); empty: a temporary directory.
 	EtcdDataDir string
@@ -103,9 +107,16 @@ func Start(opts Options) (*Environment, error) {
 		return nil, err
 	}
 
+	crdDir := filepath.Join(root, "crds")
+	if len(opts.OmitCRDs) > 0 {
+		if crdDir, err = crdsWithout(crdDir, filepath.Join(dir, "crds"), opts.OmitCRDs); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	env := &envtest.Environment{
 		Scheme:                   scheme,
-		CRDDirectoryPaths:        append([]string{filepath.Join(root, "crds")}, opts.ExtraCRDDirs...),
+		CRDDirectoryPaths:        append([]string{crdDir}, opts.ExtraCRDDirs...),
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: time.Minute,
 		ControlPlaneStopTimeout:  30 * time.Second,
@@ -207,4 +218,29 @@ func init() {
 	// Tests share one scheme per environment; make sure the global one used
 	// by envtest's CRD installer knows apiextensions.
 	utilruntime.Must(apiextensionsv1.AddToScheme(clientgoscheme.Scheme))
+}
+
+// crdsWithout copies the CRD files of src into dst, except omit (file
+// names), and returns dst.
+func crdsWithout(src, dst string, omit []string) (string, error) {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if e.IsDir() || slices.Contains(omit, e.Name()) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dst, nil
 }

@@ -33,7 +33,10 @@ func run(stateDir, addr, services, charts string, restart bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	s, err := stack.Start(ctx, stack.Options{StateDir: stateDir, Out: os.Stdout, WithOperator: true, APIAddress: addr, ServicesAddress: services, ChartRepositoryAddress: charts})
+	s, err := stack.Start(ctx, stack.Options{StateDir: stateDir, Out: os.Stdout, WithOperator: true, APIAddress: addr, ServicesAddress: services, ChartRepositoryAddress: charts,
+		// The whole default stack: the VictoriaMetrics operator, a vmcluster
+		// and a vmagent scraping it, installed in that order.
+		Components: stack.DefaultComponents()})
 	if err != nil {
 		return err
 	}
@@ -52,6 +55,8 @@ Local stack ready in %s.
   volumes:         %s   (default StorageClass %s: one directory per PersistentVolumeClaim)
   simulated cloud: cluster %s in region %s (cloudProvider mock), Kubernetes 1.29,
                    node groups observability-ng and vmstorage as kwok Nodes
+  bootstrap:       ObservabilityStack %s/%s: vm-operator (Ready), then vmcluster %s and
+                   a vmagent scraping it, coming up now (docs/bootstrap.md)
 
 Try:
   export TOKEN=$(cat %s)
@@ -60,13 +65,17 @@ Try:
        -d '{"name":"vmcluster","values":{"vmstorage":{"replicaCount":3,"nodeSelector":{"node-role.observability/vmstorage":"true"}}}}'
   curl -s -H "Authorization: Bearer $TOKEN" %s/api/v1/observability-ops/vmclusters/vmcluster
 
+  curl -s -H "Authorization: Bearer $TOKEN" %s/api/v1/observability-ops/bootstrap
+  curl -s '%s/%s/vmselect-%s/select/0/prometheus/api/v1/query?query=up'   (vmagent's scrapes)
+
   export KUBECONFIG=%s
-  bin/kubectl get vmclusters,statefulsets,pods -n observability -o wide
+  bin/kubectl get obstack,helmreleases,vmclusters,vmagents,statefulsets,pods -n observability -o wide
 
 docs/quickstart.md goes on from here (a blue-green upgrade of dev-cluster).
 Press Ctrl-C to stop everything; state stays in %s until make dev-clean.
 `, time.Since(start).Round(100*time.Millisecond), api, api, api, tokenPath, stack.DevServiceAccount, s.Kubeconfig, stateDir, stateDir, s.ServicesURL(), s.VMStorageRoot(), stack.StorageClassName,
-		stack.DevCluster.Name, stack.DevCluster.Region, tokenPath, api, api, api, s.Kubeconfig, stateDir)
+		stack.DevCluster.Name, stack.DevCluster.Region, stack.Namespace, stack.StackName, stack.DevVMCluster,
+		tokenPath, api, api, api, api, s.ServicesURL(), stack.Namespace, stack.DevVMCluster, s.Kubeconfig, stateDir)
 	if restart {
 		if err := restartOnRebuild(ctx, s, addr); err != nil {
 			return err
