@@ -268,30 +268,30 @@ func TestApprovalBeforeDrainApprovedAhead(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
-	f := newCloud(t, "drain-gate", 0, seed("bg-old"))
+	f := newCloud(t, "drain-gate", 0, seed("dg-old"))
 	startOperator(t, ns, f, nil)
 
 	op := newOp(ns, "drain-gate", f, func(s *opsv1.ClusterUpgradeOperationSpec) {
 		s.Approvals = []opsv1.ApprovalGate{opsv1.GateBeforeEachNodeGroup, opsv1.GateBeforeDrain}
-		s.Approved = []string{"BeforeEachNodeGroup/bg-old"}
-		s.NodeGroupUpgrades = []opsv1.NodeGroupUpgrade{{NodeGroupName: "bg-old", Strategy: opsv1.StrategyBlueGreen, NewNodeGroupName: "bg-new"}}
+		s.Approved = []string{"BeforeEachNodeGroup/dg-old"}
+		s.NodeGroupUpgrades = []opsv1.NodeGroupUpgrade{{NodeGroupName: "dg-old", Strategy: opsv1.StrategyBlueGreen, NewNodeGroupName: "dg-new"}}
 	})
 	g.Expect(env.Client.Create(ctx, op)).To(Succeed())
 	waiting := waitPhase(t, op, opsv1.UpgradePhaseAwaitingApproval, time.Minute)
-	g.Expect(waiting.Status.AwaitingApproval.Gate).To(Equal("BeforeDrain/bg-old"))
-	g.Expect(waiting.Status.AwaitingApproval.NextStep).To(Equal("nodegroup/bg-old/DrainNodes"))
+	g.Expect(waiting.Status.AwaitingApproval.Gate).To(Equal("BeforeDrain/dg-old"))
+	g.Expect(waiting.Status.AwaitingApproval.NextStep).To(Equal("nodegroup/dg-old/DrainNodes"))
 	g.Expect(waiting.Status.AwaitingApproval.Done).To(Equal([]string{"controlplane",
-		"nodegroup/bg-old/CreateNodeGroup", "nodegroup/bg-old/WaitNodesReady", "nodegroup/bg-old/CordonNodes"}))
+		"nodegroup/dg-old/CreateNodeGroup", "nodegroup/dg-old/WaitNodesReady", "nodegroup/dg-old/CordonNodes"}))
 	g.Expect(mutationCounts(f)).To(Equal(map[string]int{
 		"StartControlPlaneUpgrade cluster/drain-gate": 1,
-		"StartCreateNodeGroup nodegroup/bg-new":       1,
+		"StartCreateNodeGroup nodegroup/dg-new":       1,
 	}))
-	g.Expect(nodesOf(g, "bg-old")).To(HaveLen(2), "the old node group is still there")
+	g.Expect(nodesOf(g, "dg-old")).To(HaveLen(2), "the old node group is still there")
 
 	cur := get(g, op)
 	approved := cur.DeepCopy()
-	approved.Spec.Approved = append(approved.Spec.Approved, "BeforeDrain/bg-old")
+	approved.Spec.Approved = append(approved.Spec.Approved, "BeforeDrain/dg-old")
 	g.Expect(env.Client.Patch(ctx, approved, client.MergeFrom(cur))).To(Succeed())
 	waitPhase(t, op, opsv1.UpgradePhaseSucceeded, time.Minute)
-	g.Expect(mutationCounts(f)).To(HaveKeyWithValue("StartDeleteNodeGroup nodegroup/bg-old", 1))
+	g.Expect(mutationCounts(f)).To(HaveKeyWithValue("StartDeleteNodeGroup nodegroup/dg-old", 1))
 }
