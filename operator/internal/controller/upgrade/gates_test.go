@@ -261,7 +261,7 @@ func TestApprovalBeforeNodeGroups(t *testing.T) {
 }
 
 // TestApprovalBeforeDrainApprovedAhead: a gate approved ahead of time
-// (BeforeEachNodeGroup/bg-old in the spec at creation) does not stop the
+// (BeforeEachNodeGroup/dg-old in the spec at creation) does not stop the
 // operation; BeforeDrain stops it after the cordon, with the new node group
 // created and nothing of the old one drained or deleted, until approved.
 func TestApprovalBeforeDrainApprovedAhead(t *testing.T) {
