@@ -192,7 +192,7 @@ func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
 		"--enable-mock-cloud",
 		"--backup-fs-roots=" + s.BackupRoot(),
 		"--backup-destination=fs://" + s.BackupRoot(),
-		// ops-operator runs its local backup runner here, which restores.
+		// The default; said here because the stories restore.
 		"--restores-enabled",
 	}, append(LocalEndpoints(s.ServicesURL()), s.apiServerArgs...)...), nil)
 	if err != nil {
