@@ -204,7 +204,7 @@ type backedPod struct {
 	// wasHealthy: the process answered /health since it started (an
 	// Unhealthy Event is for a process that stopped answering).
 	wasHealthy bool
-	// held: the Pod carries HoldAnnotation and its process was stopped
+	// held: the Pod is held (its hold ConfigMap key) and its process was stopped
 	// for it (vmstorage.go).
 	held bool
 }

@@ -35,11 +35,10 @@ func (s *Stack) StartOperator(ctx context.Context) error {
 	if err := s.startBacker(); err != nil {
 		return fmt.Errorf("starting the backer: %w", err)
 	}
-	vmbackup, err := testenv.Binary("vmbackup")
-	if err != nil {
-		return err
+	if err := s.startRestoreJobs(); err != nil {
+		return fmt.Errorf("starting the vmrestore Job backer: %w", err)
 	}
-	vmrestore, err := testenv.Binary("vmrestore")
+	vmbackup, err := testenv.Binary("vmbackup")
 	if err != nil {
 		return err
 	}
@@ -59,10 +58,12 @@ func (s *Stack) StartOperator(ctx context.Context) error {
 		"--backup-local-storage-root=" + s.VMStorageRoot(),
 		"--backup-fs-roots=" + s.BackupRoot(),
 		"--vmbackup-binary=" + vmbackup,
-		"--vmrestore-binary=" + vmrestore,
 		// ObservabilityStacks install from the charts ops-apiserver serves.
 		"--bootstrap-chart-repository=http://" + s.chartRepoAddr,
 		"--bootstrap-poll-interval=2s",
+		// Restores run as in a real cluster: vmrestore Jobs (run by
+		// vmrestore.go) and the ops-hold ConfigMap hold (vmstorage.go).
+		"--restore-runner=job",
 	}, OperatorArgs...), []string{"KUBECONFIG=" + s.Env.KubeconfigPath})
 	if err != nil {
 		return err
@@ -85,12 +86,12 @@ func (s *Stack) StopOperator() {
 // directory; it is also the stack's default backup destination.
 func (s *Stack) BackupRoot() string { return filepath.Join(s.stateDir, "backups") }
 
-// RestoreStartsLog is the file where ops-operator's local runner records
-// every vmrestore run it starts, one "<namespace>/<run id>" line each,
-// across operator restarts (restore.NewLocalRunner: the backup state
-// directory's .restores/starts.log).
+// RestoreStartsLog is the file where the stack records every vmrestore it
+// starts for a vmrestore Job Pod, one "<namespace>/<Job name>" line each
+// (the Job is named by the replica's run id), across operator restarts
+// (vmrestore.go).
 func (s *Stack) RestoreStartsLog() string {
-	return filepath.Join(s.stateDir, "vmbackup", ".restores", "starts.log")
+	return filepath.Join(s.stateDir, "vmrestore-starts.log")
 }
 
 // APIAddress is where the local stack serves the REST API.
@@ -128,7 +129,7 @@ func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
 		"--enable-mock-cloud",
 		"--backup-fs-roots=" + s.BackupRoot(),
 		"--backup-destination=fs://" + s.BackupRoot(),
-		// ops-operator runs its local backup runner here, which restores.
+		// The default; said here because the stories restore.
 		"--restores-enabled",
 	}, append(LocalEndpoints(s.ServicesURL()), s.apiServerArgs...)...), nil)
 	if err != nil {

@@ -87,7 +87,7 @@ func (s *Stack) startKwok() (*testenv.Process, error) {
 		return nil, err
 	}
 	stages := filepath.Join(s.logDir, "kwok-stages.yaml")
-	docs := []string{nodefast.DefaultNodeInit, nodeheartbeat.DefaultNodeHeartbeat, podfast.DefaultPodReady, podfast.DefaultPodComplete, podfast.DefaultPodDelete, kubeletEndpointStage(kwokPort)}
+	docs := []string{nodefast.DefaultNodeInit, nodeheartbeat.DefaultNodeHeartbeat, podfast.DefaultPodReady, podCompleteStage(), podfast.DefaultPodDelete, kubeletEndpointStage(kwokPort)}
 	if err := os.WriteFile(stages, []byte(strings.Join(docs, "\n---\n")), 0o644); err != nil {
 		return nil, err
 	}

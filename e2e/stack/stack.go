@@ -109,6 +109,10 @@ type Stack struct {
 	// volumes provisions the volumes of the default StorageClass (see
 	// volumes.go).
 	volumes *volumeProvisioner
+
+	// restoreJobs runs vmrestore for the vmrestore Job Pods (see
+	// vmrestore.go); started with ops-operator.
+	restoreJobs *vmrestoreBacker
 }
 
 // Start brings the stack up. On error everything started is stopped.
@@ -267,6 +271,10 @@ func (s *Stack) Stop() {
 	var errs []error
 	s.StopAPIServer()
 	s.StopOperator()
+	if s.restoreJobs != nil {
+		s.restoreJobs.stop()
+		s.restoreJobs = nil
+	}
 	if s.backer != nil {
 		s.backer.stop()
 		s.backer = nil

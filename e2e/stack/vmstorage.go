@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 )
 
 // The annotations the backer (backer.go) sets on each Pod it backs with a
@@ -24,24 +25,35 @@ const (
 	VMStorageEndpointAnnotation = "local.ops.observability.tidbcloud.com/http-endpoint"
 	// VMStorageDataPathAnnotation: the process's -storageDataPath.
 	VMStorageDataPathAnnotation = "local.ops.observability.tidbcloud.com/storage-data-path"
-	// HoldAnnotation: set by ops-operator on a vmstorage Pod it restores
-	// (HoldAnnotation in operator/internal/controller/restore): the
-	// backer stops the Pod's process and does not start it again while
-	// the annotation is there, as the kubelet would not run a stopped
-	// container.
-	HoldAnnotation = "ops.observability.tidbcloud.com/vmstorage-hold"
-	// StoppedAnnotation: "true" once the process of a held Pod has
-	// exited; removed when it runs again. ops-operator writes the
-	// Pod's volume only then.
+	// StoppedAnnotation: "true" while the process of a held Pod (hold)
+	// is stopped; removed when it runs again. For tests to see that a
+	// restore stopped the Pod; ops-operator reads the ops-hold init
+	// container's status instead.
 	StoppedAnnotation = "local.ops.observability.tidbcloud.com/stopped"
 )
 
-// hold stops the process of a vmstorage Pod that carries HoldAnnotation
-// and keeps it stopped; it reports whether the Pod is held. A release
-// (the annotation removed) lets run start the process again, on
-// whatever ops-operator restored into its data directory.
+// hold stops the process of a vmstorage Pod that ops-operator holds and
+// keeps it stopped; it reports whether the Pod is held. A Pod is held, as
+// the vmcluster chart's ops-hold init container would hold it, while the
+// hold ConfigMap its ops-hold container mounts has a key named after the
+// Pod (restore.ConfigMapStopper; holdKey). A release (the key removed) lets
+// run start the process again, on whatever vmrestore wrote into its data
+// directory. A Pod whose ConfigMap cannot be read is held this round.
 func (b *podBacker) hold(k types.NamespacedName, p *corev1.Pod, bp *backedPod) bool {
-	if bp.comp.name != "vmstorage" || p.Annotations[HoldAnnotation] == "" {
+	holder := ""
+	if bp.comp.name == "vmstorage" {
+		var err error
+		if holder, err = b.holdKey(p); err != nil {
+			b.logf("backer: Pod %s: %v", k, err)
+			holder = "(unknown: the hold ConfigMap cannot be read)"
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := b.reportHold(ctx, p, holder != ""); err != nil {
+		b.logf("backer: reporting the hold of Pod %s: %v", k, err)
+	}
+	if holder == "" {
 		b.mu.Lock()
 		wasHeld := bp.held
 		bp.held = false
@@ -55,7 +67,7 @@ func (b *podBacker) hold(k types.NamespacedName, p *corev1.Pod, bp *backedPod) b
 	proc, already := bp.proc, bp.held
 	b.mu.Unlock()
 	if proc != nil {
-		b.logf("vmstorage for Pod %s held by %s: stopping it", k, p.Annotations[HoldAnnotation])
+		b.logf("vmstorage for Pod %s held by %s: stopping it", k, holder)
 		_ = proc.Stop(30 * time.Second)
 		b.mu.Lock()
 		bp.proc, bp.wasHealthy, bp.healthy = nil, false, false
@@ -74,22 +86,29 @@ func (b *podBacker) hold(k types.NamespacedName, p *corev1.Pod, bp *backedPod) b
 // VMStorageRoot()/_emptydir/<namespace>/<pod>.
 func (b *podBacker) dataDir(ctx context.Context, p *corev1.Pod) (string, error) {
 	vol, sub := storageDataVolume(p)
+	return claimDataDir(ctx, b.cs, b.dataRoot, p, vol, sub)
+}
+
+// claimDataDir is the local directory of the data at sub in the Pod's
+// volume vol: inside the provisioner's directory of its claim, or for a
+// volume without one dataRoot/_emptydir/<namespace>/<pod>.
+func claimDataDir(ctx context.Context, cs kubernetes.Interface, dataRoot string, p *corev1.Pod, vol *corev1.Volume, sub string) (string, error) {
 	claim := claimName(p, vol)
 	if claim == "" {
-		return filepath.Join(b.dataRoot, emptyDirRoot, p.Namespace, p.Name), nil
+		return filepath.Join(dataRoot, emptyDirRoot, p.Namespace, p.Name), nil
 	}
-	pvc, err := b.cs.CoreV1().PersistentVolumeClaims(p.Namespace).Get(ctx, claim, metav1.GetOptions{})
+	pvc, err := cs.CoreV1().PersistentVolumeClaims(p.Namespace).Get(ctx, claim, metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("getting its PersistentVolumeClaim: %w", err)
 	}
 	if pvc.Spec.VolumeName == "" {
 		return "", fmt.Errorf("its PersistentVolumeClaim %s is not bound yet", claim)
 	}
-	pv, err := b.cs.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	pv, err := cs.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("getting the PersistentVolume of claim %s: %w", claim, err)
 	}
-	if pv.Annotations[annProvisionedBy] != VolumeProvisioner || pv.Spec.HostPath == nil || !insideDir(b.dataRoot, pv.Spec.HostPath.Path) {
+	if pv.Annotations[annProvisionedBy] != VolumeProvisioner || pv.Spec.HostPath == nil || !insideDir(dataRoot, pv.Spec.HostPath.Path) {
 		return "", fmt.Errorf("PersistentVolume %s of claim %s is not a volume of the stack's provisioner %s", pv.Name, claim, VolumeProvisioner)
 	}
 	dir := filepath.Join(pv.Spec.HostPath.Path, sub)
@@ -104,8 +123,14 @@ func (b *podBacker) dataDir(ctx context.Context, p *corev1.Pod) (string, error) 
 // root); nil when no volume does (the data would be in the container's own
 // filesystem).
 func storageDataVolume(p *corev1.Pod) (*corev1.Volume, string) {
+	return dataVolumeOf(p, "vmstorage")
+}
+
+// dataVolumeOf is storageDataVolume for the -storageDataPath of any
+// container of the Pod (vmstorage's, or a vmrestore Job's).
+func dataVolumeOf(p *corev1.Pod, container string) (*corev1.Volume, string) {
 	for _, c := range p.Spec.Containers {
-		if c.Name != "vmstorage" {
+		if c.Name != container {
 			continue
 		}
 		path := "/vmstorage-data"

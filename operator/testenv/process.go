@@ -164,3 +164,12 @@ func FreePort() (int, error) {
 	}
 	return addr.Port, nil
 }
+
+// ExitCode is the exit code of a process that has ended (-1 when it was
+// killed by a signal or has not ended).
+func (p *Process) ExitCode() int {
+	if !p.Exited() {
+		return -1
+	}
+	return p.cmd.ProcessState.ExitCode()
+}

@@ -380,7 +380,7 @@ func Default() *Config {
 		},
 		LocalRepository: LocalRepositoryConfig{ListenAddress: "127.0.0.1:8089"},
 		Upgrades:        UpgradesConfig{Namespace: "observability", MockNamespace: "ops-mock-cloud"},
-		Backups:         BackupsConfig{Namespace: "observability"},
+		Backups:         BackupsConfig{Namespace: "observability", RestoresEnabled: true},
 		Auth: AuthConfig{
 			CacheTTL:             metav1.Duration{Duration: 10 * time.Second},
 			CacheMaxEntries:      10000,
@@ -448,8 +448,9 @@ type BackupsConfig struct {
 	// on POST /vmclusters). In a real cluster ops-operator restores with
 	// vmrestore Jobs and holds vmstorage with the vmcluster chart's ops-hold
 	// init container (docs/backups.md); a vmcluster installed without it
-	// fails a restore InvalidSpec. Off by default until that path runs in
-	// the e2e suite; the local stack turns it on.
+	// fails a restore InvalidSpec before anything is touched. On by
+	// default (the e2e suite restores on that path); false refuses
+	// restores.
 	RestoresEnabled bool `json:"restoresEnabled"`
 }
 
@@ -594,7 +595,7 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.Backups.Namespace, "backup-namespace", c.Backups.Namespace, "Namespace of the ClusterBackup objects.")
 	fs.StringVar(&c.Backups.Destination, "backup-destination", c.Backups.Destination, "Destination URL (s3://, gs://, azblob:// or fs://) of a backup whose request names none; empty: every request must.")
 	fs.StringVar(&c.Backups.CredentialsSecret, "backup-credentials-secret", c.Backups.CredentialsSecret, "Secret (in --backup-namespace) with the object store credentials of a backup whose request names none; empty: the ambient identity.")
-	fs.BoolVar(&c.Backups.RestoresEnabled, "restores-enabled", c.Backups.RestoresEnabled, "Accept restores (POST .../restores, restore_from on POST /vmclusters); the vmclusters need the vmcluster chart's ops-hold init container (docs/backups.md).")
+	fs.BoolVar(&c.Backups.RestoresEnabled, "restores-enabled", c.Backups.RestoresEnabled, "Accept restores (POST .../restores, restore_from on POST /vmclusters); the vmclusters need the vmcluster chart's ops-hold init container (docs/backups.md). --restores-enabled=false refuses them.")
 	fs.StringSliceVar(&c.Backups.FSRoots, "backup-fs-roots", c.Backups.FSRoots, "Comma-separated absolute directories an fs:// backup destination must be inside (give ops-operator the same list); empty: fs:// destinations are refused.")
 	fs.StringVar(&c.Backups.CredentialsSecretKey, "backup-credentials-secret-key", c.Backups.CredentialsSecretKey, "Key of --backup-credentials-secret holding a credentials file; empty: every key is an environment variable.")
 

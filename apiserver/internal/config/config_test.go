@@ -137,7 +137,7 @@ func TestBackups(t *testing.T) {
 	g := NewWithT(t)
 	cfg, err := config.Load("test", nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(cfg.Backups).To(Equal(config.BackupsConfig{Namespace: "observability"}), "same namespace as the upgrades; no default destination")
+	g.Expect(cfg.Backups).To(Equal(config.BackupsConfig{Namespace: "observability", RestoresEnabled: true}), "same namespace as the upgrades; no default destination; restores on")
 
 	dir := t.TempDir()
 	file := filepath.Join(dir, "config.yaml")
@@ -148,6 +148,7 @@ backups:
   credentialsSecret: from-file
   credentialsSecretKey: credentials
   fsRoots: [/var/backups, /srv/vm]
+  restoresEnabled: false
 `), 0o600)).To(Succeed())
 	cfg, err = config.Load("test", []string{"--config", file, "--backup-credentials-secret", "from-flag"})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -12,15 +12,17 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 )
 
-// TestRestoresOffByDefault: without backups.restoresEnabled (the default:
-// ops-operator restores only with its local runner in this version) a
-// restore and a vmcluster seeded from a backup are refused before anything
-// is read or written, naming the setting.
-func TestRestoresOffByDefault(t *testing.T) {
+// TestRestoresCanBeTurnedOff: restores are on by default; with
+// backups.restoresEnabled turned off a restore and a vmcluster seeded from
+// a backup are refused before anything is read or written, naming the
+// setting.
+func TestRestoresCanBeTurnedOff(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	g.Expect(config.Default().Backups.RestoresEnabled).To(BeFalse())
-	svc := &Service{Backups: &backups.Service{Defaults: config.Default().Backups}}
+	g.Expect(config.Default().Backups.RestoresEnabled).To(BeTrue())
+	off := config.Default().Backups
+	off.RestoresEnabled = false
+	svc := &Service{Backups: &backups.Service{Defaults: off}}
 
 	_, _, err := svc.Create(ctx, "any-vmcluster", &Request{Backup: "b"}, "")
 	var apiErr *apierror.Error

@@ -62,11 +62,16 @@ type Options struct {
 	BackupRunner string
 	// BackupLocal configures BackupRunnerLocal.
 	BackupLocal backup.LocalModeOptions
-	// Restore tunes the ClusterRestore controller; with BackupRunnerLocal
+	// Restore tunes the ClusterRestore controller; with RestoreRunner local
 	// it restores with VMRestoreBinary and the backer's annotation hold,
 	// else with vmrestore Jobs and the vmcluster chart's ops-hold init
 	// container (restore.ConfigMapStopper).
-	Restore         restore.Options
+	Restore restore.Options
+	// RestoreRunner is how vmrestore runs: RestoreRunnerJob (a Job per
+	// replica, vmstorage held by the ops-hold init container) or
+	// RestoreRunnerLocal (a local process, the backer's annotation hold);
+	// empty: the same as BackupRunner.
+	RestoreRunner   string
 	VMRestoreBinary string
 	// VMRestoreImage is the image of the vmrestore Jobs (--backup-runner=
 	// job); the Jobs otherwise run with the vmbackup Jobs' options.
@@ -90,6 +95,12 @@ type Options struct {
 const (
 	BackupRunnerJob   = "job"
 	BackupRunnerLocal = "local"
+)
+
+// The values of --restore-runner.
+const (
+	RestoreRunnerJob   = "job"
+	RestoreRunnerLocal = "local"
 )
 
 // DefaultOptions returns the defaults.
@@ -146,8 +157,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BackupLocal.VMBackupBinary, "vmbackup-binary", o.BackupLocal.VMBackupBinary, "With --backup-runner=local: the vmbackup executable (default: vmbackup from PATH).")
 	fs.StringVar(&o.MaintenanceWindows, "maintenance-windows", o.MaintenanceWindows, "YAML file of the default maintenance windows of upgrades per cloud provider, region and cluster (docs/upgrades.md); empty: none.")
 	fs.StringVar(&o.CloudConfig, "cloud-config", o.CloudConfig, "Cloud providers' configuration file (see docs/providers); empty enables no real cloud.")
-	fs.StringVar(&o.VMRestoreBinary, "vmrestore-binary", o.VMRestoreBinary, "With --backup-runner=local: the vmrestore executable that ClusterRestores run (default: vmrestore from PATH).")
-	fs.StringVar(&o.VMRestoreImage, "vmrestore-image", o.VMRestoreImage, "Image of the vmrestore Jobs of ClusterRestores (with --backup-runner=job; service account, retries and deadline are the vmbackup Jobs').")
+	fs.StringVar(&o.RestoreRunner, "restore-runner", o.RestoreRunner, "How vmrestore runs for ClusterRestores: \"job\" (a Job per replica, vmstorage held by the vmcluster chart's ops-hold init container) or \"local\" (a local process, vmstorage held by a Pod annotation the local stack honours; never in production); default: as --backup-runner.")
+	fs.StringVar(&o.VMRestoreBinary, "vmrestore-binary", o.VMRestoreBinary, "With --restore-runner=local: the vmrestore executable that ClusterRestores run (default: vmrestore from PATH).")
+	fs.StringVar(&o.VMRestoreImage, "vmrestore-image", o.VMRestoreImage, "Image of the vmrestore Jobs of ClusterRestores (with --restore-runner=job; service account, retries and deadline are the vmbackup Jobs').")
 	fs.DurationVar(&o.Restore.PollInterval, "restore-poll-interval", o.Restore.PollInterval, "How often a ClusterRestore checks a stopping replica, a vmrestore run and a starting replica.")
 	fs.BoolVar(&o.EnableMockCloud, "enable-mock-cloud", o.EnableMockCloud, "Register the simulated cloud (cloudProvider mock), for the local stack and tests.")
 	fs.StringVar(&o.MockNamespace, "mock-namespace", o.MockNamespace, "Namespace of the simulated cloud's state (cloudProvider mock).")
@@ -310,7 +322,16 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 	}
 	ro := o.Restore
 	ro.FSRoots, ro.MaxRetryDelay = roots, o.Upgrade.MaxRetryDelay
-	if o.BackupRunner == BackupRunnerLocal && ro.Runner == nil {
+	restoreRunner := o.RestoreRunner
+	if restoreRunner == "" {
+		restoreRunner = o.BackupRunner
+	}
+	switch restoreRunner {
+	case RestoreRunnerJob, RestoreRunnerLocal, "":
+	default:
+		return nil, fmt.Errorf("--restore-runner: %q is neither %q nor %q", o.RestoreRunner, RestoreRunnerJob, RestoreRunnerLocal)
+	}
+	if restoreRunner == RestoreRunnerLocal && ro.Runner == nil {
 		runner, err := restore.NewLocalRunner(o.BackupLocal, o.VMRestoreBinary)
 		if err != nil {
 			return nil, err

@@ -21,8 +21,10 @@ func TestBackupRunnerFlags(t *testing.T) {
 	g.Expect(fs.Parse([]string{
 		"--backup-runner=local", "--backup-local-state-dir=/s/runner",
 		"--backup-local-storage-root=/s/vmstorage", "--vmbackup-binary=/bin/vmbackup",
+		"--restore-runner=job",
 	})).To(Succeed())
 	g.Expect(o.BackupRunner).To(Equal(BackupRunnerLocal))
+	g.Expect(o.RestoreRunner).To(Equal(RestoreRunnerJob))
 	g.Expect(o.BackupLocal).To(Equal(backup.LocalModeOptions{StateDir: "/s/runner", StorageRoot: "/s/vmstorage", VMBackupBinary: "/bin/vmbackup"}))
 }
 
@@ -45,6 +47,7 @@ func TestNewBackupRunner(t *testing.T) {
 	cases := []struct {
 		name     string
 		runner   string
+		restore  string
 		local    backup.LocalModeOptions
 		errMatch string
 	}{
@@ -52,6 +55,9 @@ func TestNewBackupRunner(t *testing.T) {
 		{name: "local", runner: BackupRunnerLocal, local: local},
 		{name: "local without a state directory", runner: BackupRunnerLocal, local: backup.LocalModeOptions{StorageRoot: "/s/vmstorage", VMBackupBinary: bin}, errMatch: "absolute state directory"},
 		{name: "unknown", runner: "pod", errMatch: `--backup-runner: "pod" is neither "job" nor "local"`},
+		{name: "local backups, restores as Jobs (the local stack)", runner: BackupRunnerLocal, restore: RestoreRunnerJob, local: local},
+		{name: "local restores need the local options", runner: BackupRunnerJob, restore: RestoreRunnerLocal, errMatch: "local restore mode"},
+		{name: "unknown restore runner", runner: BackupRunnerJob, restore: "pod", errMatch: `--restore-runner: "pod" is neither "job" nor "local"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,7 +65,7 @@ func TestNewBackupRunner(t *testing.T) {
 			o := DefaultOptions()
 			o.MetricsAddr, o.HealthAddr, o.LeaderElection = "0", "0", false
 			o.SkipControllerNameValidation = true
-			o.BackupRunner, o.BackupLocal = tc.runner, tc.local
+			o.BackupRunner, o.BackupLocal, o.RestoreRunner = tc.runner, tc.local, tc.restore
 			o.VMRestoreBinary = bin // any executable: nothing runs it here
 			mgr, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, o, nil)
 			if tc.errMatch != "" {

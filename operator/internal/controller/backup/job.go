@@ -274,15 +274,29 @@ func dataVolume(pod *corev1.Pod) (*corev1.Container, string, corev1.VolumeMount,
 	if dataPath == "" {
 		dataPath = flagValue(ctr.Command, storageDataPathFlag)
 	}
-	if dataPath == "" || !path.IsAbs(dataPath) {
-		return nil, "", none, noVol, fmt.Errorf("container %s of pod %s has no absolute -%s", ctr.Name, pod.Name, storageDataPathFlag)
+	if dataPath == "" {
+		return nil, "", none, noVol, fmt.Errorf("container %s of pod %s has no -%s", ctr.Name, pod.Name, storageDataPathFlag)
 	}
-	dataPath = path.Clean(dataPath)
+	// A relative path is the container's working directory's: the
+	// VictoriaMetrics operator's default is -storageDataPath=vmstorage-data
+	// with the volume mounted at vmstorage-data (the image's working
+	// directory is /). The Job's container gets both as absolute paths.
+	workDir := ctr.WorkingDir
+	if !path.IsAbs(workDir) {
+		workDir = "/"
+	}
+	abs := func(p string) string {
+		if path.IsAbs(p) {
+			return path.Clean(p)
+		}
+		return path.Join(workDir, p)
+	}
+	dataPath = abs(dataPath)
 	var mount *corev1.VolumeMount
 	for i := range ctr.VolumeMounts {
 		m := &ctr.VolumeMounts[i]
-		mp := path.Clean(m.MountPath)
-		if (dataPath == mp || strings.HasPrefix(dataPath, strings.TrimRight(mp, "/")+"/")) && (mount == nil || len(mp) > len(path.Clean(mount.MountPath))) {
+		mp := abs(m.MountPath)
+		if (dataPath == mp || strings.HasPrefix(dataPath, strings.TrimRight(mp, "/")+"/")) && (mount == nil || len(mp) > len(abs(mount.MountPath))) {
 			mount = m
 		}
 	}
@@ -312,7 +326,9 @@ func dataVolume(pod *corev1.Pod) (*corev1.Container, string, corev1.VolumeMount,
 	default:
 		return nil, "", none, noVol, fmt.Errorf("the data volume %s of pod %s is of a kind a backup Job cannot mount (want a PersistentVolumeClaim or hostPath)", src.Name, pod.Name)
 	}
-	return ctr, dataPath, *mount, vol, nil
+	m := *mount
+	m.MountPath = abs(m.MountPath)
+	return ctr, dataPath, m, vol, nil
 }
 
 func vmstorageContainerOf(pod *corev1.Pod) *corev1.Container {

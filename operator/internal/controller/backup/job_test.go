@@ -173,6 +173,33 @@ func TestBuildJobVariants(t *testing.T) {
 			},
 		},
 		{
+			name: "the VictoriaMetrics operator's relative default: the working directory's (/)",
+			u: upload(func(u *Upload) {
+				c := &u.Pod.Spec.Containers[1]
+				c.Args = []string{"-storageDataPath=vmstorage-data"}
+				c.VolumeMounts = []corev1.VolumeMount{{Name: "vmstorage-db", MountPath: "vmstorage-data"}, {Name: "config", MountPath: "/etc/vm"}}
+			}),
+			check: func(g Gomega, spec corev1.PodSpec) {
+				c := spec.Containers[0]
+				g.Expect(c.Args).To(ContainElement("-storageDataPath=/vmstorage-data"))
+				g.Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "vmstorage-data", MountPath: "/vmstorage-data", ReadOnly: true}))
+			},
+		},
+		{
+			name: "a relative path with a working directory",
+			u: upload(func(u *Upload) {
+				c := &u.Pod.Spec.Containers[1]
+				c.WorkingDir = "/var/lib"
+				c.Args = []string{"-storageDataPath=vm/data"}
+				c.VolumeMounts = []corev1.VolumeMount{{Name: "vmstorage-db", MountPath: "/var/lib/vm"}}
+			}),
+			check: func(g Gomega, spec corev1.PodSpec) {
+				c := spec.Containers[0]
+				g.Expect(c.Args).To(ContainElement("-storageDataPath=/var/lib/vm/data"))
+				g.Expect(c.VolumeMounts).To(ContainElement(corev1.VolumeMount{Name: "vmstorage-data", MountPath: "/var/lib/vm", ReadOnly: true}))
+			},
+		},
+		{
 			name: "generic ephemeral volume is its claim",
 			u: upload(func(u *Upload) {
 				u.Pod.Spec.Volumes[1].VolumeSource = corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}
@@ -205,7 +232,7 @@ func TestBuildJobVariants(t *testing.T) {
 		{
 			name: "no storageDataPath",
 			u:    upload(func(u *Upload) { u.Pod.Spec.Containers[1].Args = nil }),
-			err:  "has no absolute -storageDataPath",
+			err:  "has no -storageDataPath",
 		},
 		{
 			name: "nothing mounted at the data path",

@@ -63,10 +63,10 @@ type Options struct {
 	// FSRoots are the directories an fs:// source must be inside (the
 	// backups' --backup-fs-roots).
 	FSRoots []string
-	// Runner runs vmrestore and Stopper stops and starts vmstorage; both
-	// nil: restores are refused (InvalidSpec), which is the case unless
-	// ops-operator runs in local mode (--backup-runner=local): restoring
-	// in a real cluster is not implemented yet (docs/backups.md).
+	// Runner runs vmrestore and Stopper stops and starts vmstorage
+	// (ops-operator: JobRunner and ConfigMapStopper, or in local mode
+	// LocalRunner and AnnotationStopper); both nil: restores are refused
+	// (InvalidSpec).
 	Runner  Runner
 	Stopper Stopper
 }
