@@ -575,6 +575,14 @@ func TestAPIServerRBACCoversItsCalls(t *testing.T) {
 	authorized(g, api.List(ctx, &opsv1.ClusterBackupList{}, client.InNamespace(ns)), "list clusterbackups")
 	authorized(g, api.Get(ctx, client.ObjectKey{Namespace: ns, Name: "absent"}, &opsv1.ClusterBackup{}), "get clusterbackup")
 
+	// restore_from (apiserver/internal/restores/seed.go): the new
+	// vmcluster's hold ConfigMap, created (or its keys merged into a
+	// left-over one) before the HelmRelease, read on a repeat.
+	hold := opsv1.SeedHoldConfigMap(ns, "vm1", ns, 2)
+	authorized(g, api.Create(ctx, hold, client.FieldOwner("ops-server")), "create the vmstorage hold configmap")
+	authorized(g, api.Patch(ctx, hold, client.RawPatch(types.MergePatchType, []byte(`{"data":{"vmstorage-vm1-0":"x "}}`)), client.FieldOwner("ops-server")), "merge-patch the vmstorage hold configmap")
+	authorized(g, api.Get(ctx, client.ObjectKeyFromObject(hold), hold), "get the vmstorage hold configmap")
+
 	// Authentication and authorisation of REST callers.
 	caller := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "caller", Namespace: ns}}
 	g.Expect(admin.Create(ctx, caller)).To(Succeed())
@@ -632,6 +640,8 @@ func TestAPIServerRBACCoversItsCalls(t *testing.T) {
 	forbidden(g, api.Create(ctx, &opsv1.ClusterUpgradeOperation{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: other}, Spec: cuo.Spec}), "create clusterupgradeoperations in another namespace")
 	forbidden(g, api.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(other)), "delete secrets in another namespace")
 	forbidden(g, api.List(ctx, &corev1.SecretList{}), "list secrets cluster-wide")
+	forbidden(g, api.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x-vmstorage-hold", Namespace: other}}), "create configmaps in another namespace")
+	forbidden(g, api.Delete(ctx, hold), "delete the vmstorage hold configmap")
 	forbidden(g, api.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}), "create pods")
 	forbidden(g, api.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "escalate", Namespace: ns}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}}), "create rolebindings")
 	// The helm-controller sidecar installs the stack's charts

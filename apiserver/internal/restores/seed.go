@@ -2,13 +2,16 @@ package restores
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -125,4 +128,48 @@ func (s Seeder) EnsureSeed(ctx context.Context, hr *helmv2.HelmRelease, id strin
 	}, "CreatedThroughAPI", "Created")
 	logr.FromContextOrDiscard(ctx).Info("Created the restore seeding a new vmcluster", "clusterRestore", klog.KObj(obj), "vmcluster", hr.Name, "backup", b.Name)
 	return nil
+}
+
+// EnsureHold creates the hold ConfigMap of the new vmcluster name
+// (opsv1.SeedHoldConfigMap), or adds its keys to one left by an earlier
+// vmcluster of that name; called before the HelmRelease is created.
+func (s Seeder) EnsureHold(ctx context.Context, name string, replicas int) error {
+	cm := opsv1.SeedHoldConfigMap(s.Namespace, name, s.Svc.Backups.Namespace, replicas)
+	err := s.Svc.Backups.Writer.Create(ctx, cm, client.FieldOwner(backups.FieldManager))
+	if apierrors.IsAlreadyExists(err) {
+		data := make(map[string]any, len(cm.Data))
+		for k, v := range cm.Data {
+			data[k] = v
+		}
+		raw, merr := json.Marshal(map[string]any{"data": data})
+		if merr != nil {
+			return merr
+		}
+		err = s.Svc.Backups.Writer.Patch(ctx, cm, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(backups.FieldManager))
+	}
+	if err != nil {
+		return apierror.FromKubernetes(err)
+	}
+	logr.FromContextOrDiscard(ctx).Info("Holding the vmstorage of a new vmcluster until its restore", "configMap", klog.KObj(cm), "replicas", replicas)
+	return nil
+}
+
+// SeedPending reports whether the hold ConfigMap of vmcluster name still
+// has a key held for its seeding ClusterRestore.
+func (s Seeder) SeedPending(ctx context.Context, name string) (bool, error) {
+	cm := &corev1.ConfigMap{}
+	err := s.Svc.Backups.Writer.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: opsv1.VMStorageHoldConfigMapName(name)}, cm)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, apierror.FromKubernetes(err)
+	}
+	owner := s.Svc.Backups.Namespace + "/" + opsv1.SeedRestoreName(name)
+	for _, v := range cm.Data {
+		if o, _, _ := strings.Cut(v, " "); o == owner {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,6 +34,9 @@ func newSeeder(t *testing.T, objs ...client.Object) (Seeder, client.Client) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := opsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := corev1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
@@ -91,4 +95,33 @@ func TestEnsureSeed(t *testing.T) {
 	g.Expect(rs.Spec.VMCluster.Name).To(Equal("new"))
 	g.Expect(rs.Spec.Strategy).To(Equal(opsv1.RestoreAllAtOnce))
 	g.Expect(rs.Labels).To(HaveKeyWithValue(backups.LabelVMClusterID, "hr-uid"))
+}
+
+// The hold ConfigMap of a new vmcluster pre-holds every replica for its
+// seeding restore; one left by an earlier vmcluster of the name gets the
+// keys merged in. SeedPending follows the keys.
+func TestEnsureHold(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	s, c := newSeeder(t)
+	pending, err := s.SeedPending(ctx, "new")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pending).To(BeFalse(), "no ConfigMap")
+	g.Expect(s.EnsureHold(ctx, "new", 2)).To(Succeed())
+	cm := &corev1.ConfigMap{}
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "obs", Name: "new-vmstorage-hold"}, cm)).To(Succeed())
+	g.Expect(cm.Data).To(Equal(map[string]string{"vmstorage-new-0": "obs/seed-new ", "vmstorage-new-1": "obs/seed-new "}))
+	pending, err = s.SeedPending(ctx, "new")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pending).To(BeTrue())
+
+	// Restored: the keys are gone; a new vmcluster of the name is held again.
+	cm.Data = map[string]string{"unrelated": "x"}
+	g.Expect(c.Update(ctx, cm)).To(Succeed())
+	pending, err = s.SeedPending(ctx, "new")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pending).To(BeFalse())
+	g.Expect(s.EnsureHold(ctx, "new", 1)).To(Succeed())
+	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	g.Expect(cm.Data).To(Equal(map[string]string{"unrelated": "x", "vmstorage-new-0": "obs/seed-new "}))
 }

@@ -77,6 +77,15 @@ type Seeder interface {
 	// EnsureSeed creates the ClusterRestore that seeds the vmcluster of
 	// hr from backup (an existing one with the same spec is fine).
 	EnsureSeed(ctx context.Context, hr *helmv2.HelmRelease, backup string) error
+	// EnsureHold writes the hold ConfigMap of the new vmcluster name
+	// (opsv1.SeedHoldConfigMap: replicas keys pre-held for its seeding
+	// ClusterRestore) before its HelmRelease exists, so no vmstorage Pod
+	// starts before its volume was restored.
+	EnsureHold(ctx context.Context, name string, replicas int) error
+	// SeedPending reports whether the hold ConfigMap of vmcluster name
+	// still holds a replica for its seeding ClusterRestore (the restore
+	// has not finished: a repeated create may ensure it again).
+	SeedPending(ctx context.Context, name string) (bool, error)
 }
 
 // storageReplicas is vmstorage.replicaCount of values over the chart
@@ -163,8 +172,21 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (VMCluster, err
 		if s.Seeder == nil {
 			return VMCluster{}, apierror.InvalidArgument("the request is invalid", apierror.Violation("restore_from", "restoring is not available on this server"))
 		}
-		if err := s.Seeder.CheckSeed(ctx, req.Name, s.storageReplicas(req.Version, req.Values), req.RestoreFrom.Backup); err != nil {
+		replicas := s.storageReplicas(req.Version, req.Values)
+		if err := s.Seeder.CheckSeed(ctx, req.Name, replicas, req.RestoreFrom.Backup); err != nil {
 			return VMCluster{}, err
+		}
+		// Hold every vmstorage replica before the release exists (a
+		// repeat for an existing release leaves its ConfigMap alone:
+		// its restore may have released the replicas already).
+		_, err := s.Store.GetLive(ctx, req.Name)
+		switch {
+		case apierrors.IsNotFound(err):
+			if err := s.Seeder.EnsureHold(ctx, req.Name, replicas); err != nil {
+				return VMCluster{}, err
+			}
+		case err != nil:
+			return VMCluster{}, fmt.Errorf("reading HelmRelease %s: %w", req.Name, err)
 		}
 	}
 	hr := s.Translator.Release(req, s.now())
@@ -224,11 +246,17 @@ func (s *Service) createExisting(ctx context.Context, req CreateRequest) (VMClus
 	if err := s.Store.ApplySource(ctx, s.Translator.Source(existing, s.now())); err != nil {
 		return VMCluster{}, fmt.Errorf("applying the HelmRepository of %s: %w", klog.KObj(existing), err)
 	}
-	// And the seeding restore, while the release is still held for it
-	// (once the hold is lifted the restore ran: never restore again).
-	if req.RestoreFrom != nil && HoldsForRestore(existing) {
-		if err := s.Seeder.EnsureSeed(ctx, existing, req.RestoreFrom.Backup); err != nil {
+	// And the seeding restore, while a replica is still held for it
+	// (once the holds are released the restore ran: never restore again).
+	if req.RestoreFrom != nil {
+		pending, err := s.Seeder.SeedPending(ctx, existing.Name)
+		if err != nil {
 			return VMCluster{}, err
+		}
+		if pending {
+			if err := s.Seeder.EnsureSeed(ctx, existing, req.RestoreFrom.Backup); err != nil {
+				return VMCluster{}, err
+			}
 		}
 	}
 	logr.FromContextOrDiscard(ctx).Info("Create repeated for an existing identical vmcluster", "helmRelease", klog.KObj(existing))

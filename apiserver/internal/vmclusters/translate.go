@@ -177,9 +177,6 @@ func (t Translator) Release(req CreateRequest, now time.Time) *helmv2.HelmReleas
 			Values: &apiextensionsv1.JSON{Raw: req.Values},
 		},
 	}
-	if req.RestoreFrom != nil {
-		hr.Spec.PostRenderers = []helmv2.PostRenderer{t.restoreHold(req.Name)}
-	}
 	return hr
 }
 
@@ -193,19 +190,10 @@ func (t Translator) chartMeta() *helmv2.HelmChartTemplateObjectMeta {
 	return &helmv2.HelmChartTemplateObjectMeta{Labels: t.ObjectLabels(nil)}
 }
 
-// restoreHold is the post-renderer that starts every vmstorage Pod of the
-// vmcluster name held for its seeding ClusterRestore (in the vmcluster
-// namespace; the seeder refuses a restore_from otherwise).
-func (t Translator) restoreHold(name string) helmv2.PostRenderer {
-	raw, _ := json.Marshal(opsv1.RestoreHoldPostRenderer(name, t.Namespace+"/"+opsv1.SeedRestoreName(name)))
-	var pr helmv2.PostRenderer
-	_ = json.Unmarshal(raw, &pr)
-	return pr
-}
-
 // HoldsForRestore reports whether hr still carries the restore-hold
-// post-renderer of a vmcluster created from a backup (its seeding
-// ClusterRestore has not finished).
+// post-renderer an earlier release gave a vmcluster created from a backup
+// (its seeding ClusterRestore has not finished). New vmclusters are held
+// by their hold ConfigMap instead (Seeder.EnsureHold).
 func HoldsForRestore(hr *helmv2.HelmRelease) bool {
 	for _, pr := range hr.Spec.PostRenderers {
 		raw, _ := json.Marshal(pr)

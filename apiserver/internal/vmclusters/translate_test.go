@@ -71,28 +71,31 @@ func TestRelease(t *testing.T) {
 	g.Expect(tr.Source(hr, now).Labels).To(Equal(Labels("c3")))
 }
 
-// A vmcluster created from a backup starts held: one post-renderer puts
-// the hold, naming its seeding ClusterRestore, in the VMCluster's
-// vmstorage pod metadata; an identical repeat matches it, a create
-// without restore_from does not.
+// A vmcluster created from a backup is held by its hold ConfigMap
+// (Seeder.EnsureHold), not by its HelmRelease: the release has no
+// post-renderer. A release of an earlier version, held by the
+// annotation post-renderer, still counts as held (HoldsForRestore), and a
+// create without restore_from does not match it.
 func TestReleaseRestoreFrom(t *testing.T) {
 	g := NewWithT(t)
 	tr := testTranslator(t, ChartSource{Name: "vmcluster", DefaultVersion: "0.1.0", URL: "https://charts.example/vm"})
 	req := CreateRequest{Name: "c1", Values: []byte(`{}`), RestoreFrom: &RestoreFrom{Backup: "b1"}}
 	hr := tr.Release(req, now)
-	g.Expect(hr.Spec.PostRenderers).To(HaveLen(1))
-	patches := hr.Spec.PostRenderers[0].Kustomize.Patches
-	g.Expect(patches).To(HaveLen(1))
-	g.Expect(patches[0].Target.Kind).To(Equal("VMCluster"))
-	g.Expect(patches[0].Target.Name).To(Equal("c1"))
-	g.Expect(patches[0].Patch).To(HavePrefix("# ops-server-restore-hold\n"))
-	g.Expect(patches[0].Patch).To(ContainSubstring(`"podMetadata":{"annotations":{"ops.observability.tidbcloud.com/vmstorage-hold":"obs/seed-c1"}}`))
-	g.Expect(HoldsForRestore(hr)).To(BeTrue())
+	g.Expect(hr.Spec.PostRenderers).To(BeEmpty())
+	g.Expect(HoldsForRestore(hr)).To(BeFalse())
 	g.Expect(tr.SameAsRequest(hr, req)).To(BeTrue())
-	g.Expect(tr.SameAsRequest(hr, CreateRequest{Name: "c1", Values: []byte(`{}`)})).To(BeFalse())
-	other := tr.Release(CreateRequest{Name: "c2", Values: []byte(`{}`), RestoreFrom: &RestoreFrom{Backup: "b1"}}, now)
-	other.Name = "c1"
-	g.Expect(HoldsForRestore(other)).To(BeFalse(), "the hold of another VMCluster")
+
+	old := hr.DeepCopy()
+	raw, err := json.Marshal(opsv1.RestoreHoldPostRenderer("c1", "obs/seed-c1"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var pr helmv2.PostRenderer
+	g.Expect(json.Unmarshal(raw, &pr)).To(Succeed())
+	old.Spec.PostRenderers = []helmv2.PostRenderer{pr}
+	g.Expect(HoldsForRestore(old)).To(BeTrue())
+	g.Expect(tr.SameAsRequest(old, req)).To(BeTrue())
+	g.Expect(tr.SameAsRequest(old, CreateRequest{Name: "c1", Values: []byte(`{}`)})).To(BeFalse())
+	old.Name = "c2"
+	g.Expect(HoldsForRestore(old)).To(BeFalse(), "the hold of another VMCluster")
 }
 
 func TestStorageReplicas(t *testing.T) {

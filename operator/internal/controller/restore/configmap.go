@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/internal/skeleton"
 )
 
@@ -22,7 +23,7 @@ import (
 const HoldInitContainer = "ops-hold"
 
 // HoldConfigMapName is the hold ConfigMap of a VMCluster.
-func HoldConfigMapName(vmcluster string) string { return vmcluster + "-vmstorage-hold" }
+func HoldConfigMapName(vmcluster string) string { return opsv1.VMStorageHoldConfigMapName(vmcluster) }
 
 // ConfigMapStopper is the Stopper of a real cluster. A pod is held by a
 // key in its VMCluster's hold ConfigMap: key = the pod's name, value =
@@ -136,6 +137,18 @@ func (s ConfigMapStopper) Hold(ctx context.Context, pod *corev1.Pod, owner strin
 		return false, nil
 	}
 	_, uid := parseHold(value)
+	if uid == "" {
+		// Pre-held (opsv1.SeedHoldValue): stopped while it waits in the
+		// hold; a pod whose vmstorage already ran is recorded, to be
+		// deleted (once, by UID) on the next pass.
+		if holdRunning(pod) {
+			return true, nil
+		}
+		if holdFinished(pod) {
+			return false, s.setKey(ctx, pod.Namespace, name, false, pod.Name, holdValue(owner, pod.UID))
+		}
+		return false, nil
+	}
 	if pod.UID == uid {
 		// The pod that ran before the hold: delete it, this UID only
 		// (a successor is never deleted; a pod already gone is fine).
@@ -153,6 +166,16 @@ func holdRunning(pod *corev1.Pod) bool {
 	for _, cs := range pod.Status.InitContainerStatuses {
 		if cs.Name == HoldInitContainer {
 			return cs.State.Running != nil
+		}
+	}
+	return false
+}
+
+// holdFinished: the pod's HoldInitContainer terminated (vmstorage may run).
+func holdFinished(pod *corev1.Pod) bool {
+	for _, cs := range pod.Status.InitContainerStatuses {
+		if cs.Name == HoldInitContainer {
+			return cs.State.Terminated != nil
 		}
 	}
 	return false

@@ -3,6 +3,7 @@ package restore_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -59,9 +60,15 @@ func podTemplate(withHold bool) corev1.PodTemplateSpec {
 }
 
 func newClusterFixture(t *testing.T, n int, withHold bool) *clusterFixture {
+	return newClusterFixtureIn(t, env.NewNamespace(t), n, withHold)
+}
+
+// newClusterFixtureIn is newClusterFixture in namespace ns, whose objects
+// (a hold ConfigMap written before the pods) the caller may have created.
+func newClusterFixtureIn(t *testing.T, ns string, n int, withHold bool) *clusterFixture {
 	g := NewWithT(t)
 	ctx := context.Background()
-	f := &clusterFixture{ns: env.NewNamespace(t), uids: map[string][]types.UID{}, deleted: map[string]int{}, jobs: map[string]bool{}, withHold: withHold}
+	f := &clusterFixture{ns: ns, uids: map[string][]types.UID{}, deleted: map[string]int{}, jobs: map[string]bool{}, withHold: withHold}
 	f.sts = &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "vmstorage-vmc"},
 		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(int32(n)), Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -278,4 +285,70 @@ func TestBuildJobCredentialsAndValidity(t *testing.T) {
 	g.Expect(job.Spec.Template.Spec.Volumes).To(HaveLen(2), "data and credentials, no hostPath for s3")
 	job.OwnerReferences = nil // its owner does not exist
 	g.Expect(env.Client.Create(ctx, job, client.DryRunAll)).To(Succeed(), "a valid Job")
+}
+
+// A vmcluster created from a backup: its hold ConfigMap, pre-held for the
+// seeding restore (opsv1.SeedHoldConfigMap), exists before its pods, which
+// wait in ops-hold from their start. The restore (ops-operator restarted
+// before every reconcile) never deletes a pod: each replica's only pod
+// started vmstorage after its vmrestore Job.
+func TestSeededReplicasAreRestoredWithoutDeletingThem(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	g.Expect(env.Client.Create(ctx, opsv1.SeedHoldConfigMap(ns, "vmc", ns, 3))).To(Succeed())
+	f := newClusterFixtureIn(t, ns, 3, true)
+	rs := &opsv1.ClusterRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: opsv1.SeedRestoreName("vmc")},
+		Spec: opsv1.ClusterRestoreSpec{Backup: "nightly", Strategy: opsv1.RestoreAllAtOnce}}
+	g.Expect(env.Client.Create(ctx, rs)).To(Succeed())
+	startedBeforeRestore := map[string]bool{}
+	rs = reconcileJobMode(t, f, client.ObjectKeyFromObject(rs), func(held []string) {
+		cur := &opsv1.ClusterRestore{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(rs), cur)).To(Succeed())
+		for _, name := range f.pods {
+			if slices.Contains(held, name) {
+				continue
+			}
+			done := false
+			for _, rep := range cur.Status.Replicas {
+				done = done || (rep.Pod == name && (rep.State == opsv1.ReplicaRestoreStarting || rep.State == opsv1.ReplicaRestoreSucceeded))
+			}
+			if !done {
+				startedBeforeRestore[name] = true
+			}
+		}
+	})
+
+	g.Expect(rs.Status.Phase).To(Equal(opsv1.RestorePhaseSucceeded), "%+v", rs.Status)
+	g.Expect(startedBeforeRestore).To(BeEmpty(), "no replica left ops-hold before its vmrestore finished")
+	g.Expect(f.deleted).To(BeEmpty(), "a pre-held pod is never deleted")
+	for _, name := range f.pods {
+		g.Expect(f.uids[name]).To(HaveLen(1), "pod %s: one pod, never replaced", name)
+	}
+	g.Expect(f.jobs).To(HaveLen(3), "one vmrestore Job per replica")
+	cm := &corev1.ConfigMap{}
+	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: restore.HoldConfigMapName("vmc")}, cm)).To(Succeed())
+	g.Expect(cm.Data).To(BeEmpty(), "every hold released")
+	g.Expect(f.cluster(t)).To(BeEmpty())
+}
+
+// A pre-held key written after its pod already started vmstorage (a
+// GitOps user committing the ConfigMap late): that pod is recorded and
+// deleted exactly once, like the pod of any running replica.
+func TestLatePreHeldReplicaIsDeletedOnce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newClusterFixture(t, 2, true)
+	g.Expect(env.Client.Create(ctx, opsv1.SeedHoldConfigMap(f.ns, "vmc", f.ns, 2))).To(Succeed())
+	rs := &opsv1.ClusterRestore{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: opsv1.SeedRestoreName("vmc")},
+		Spec: opsv1.ClusterRestoreSpec{Backup: "nightly", Strategy: opsv1.RestoreAllAtOnce}}
+	g.Expect(env.Client.Create(ctx, rs)).To(Succeed())
+	rs = reconcileJobMode(t, f, client.ObjectKeyFromObject(rs), func([]string) {})
+
+	g.Expect(rs.Status.Phase).To(Equal(opsv1.RestorePhaseSucceeded), "%+v", rs.Status)
+	for _, name := range f.pods {
+		g.Expect(f.deleted[name]).To(Equal(1), "pod %s deleted exactly once", name)
+		g.Expect(f.uids[name]).To(HaveLen(2))
+	}
+	g.Expect(f.jobs).To(HaveLen(2))
 }

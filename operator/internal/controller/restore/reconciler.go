@@ -376,9 +376,11 @@ func (r *Reconciler) step(ctx context.Context, s *scope) error {
 	}
 	if done, ok, _ := progress(rs.Status.Replicas); done == len(rs.Status.Replicas) {
 		if ok == done {
-			// A vmcluster seeded by this restore was created held: lift
-			// the hold from its template before Succeeded is recorded
-			// (idempotent; a failed restore keeps it, docs/backups.md).
+			// A vmcluster seeded by this restore by an earlier release
+			// was created with the annotation hold in its template (new
+			// ones are pre-held in the hold ConfigMap, whose keys the
+			// replicas' releases removed): lift it before Succeeded is
+			// recorded (idempotent; a failed restore keeps it).
 			if err := r.unholdTemplate(ctx, rs); err != nil {
 				return err
 			}
