@@ -176,6 +176,8 @@ type podBacker struct {
 	// servicesURL is the Service proxy's base URL (vmagent's remote
 	// write).
 	servicesURL string
+	// vmstorageStarts is Stack.VMStorageStartsLog.
+	vmstorageStarts string
 }
 
 // backedPod is the process backing one Pod.
@@ -238,6 +240,7 @@ func (s *Stack) startBacker() error {
 		ports:  newPortRegistry(),
 		cancel: cancel, done: make(chan struct{}), procs: map[types.NamespacedName]*backedPod{}, foreign: map[types.UID]bool{},
 	}
+	b.vmstorageStarts = s.VMStorageStartsLog()
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = backedPodSelector() }))
 	pods := factory.Core().V1().Pods()
@@ -508,6 +511,11 @@ func (b *podBacker) run(k types.NamespacedName, bp *backedPod) {
 	b.mu.Unlock()
 	if restarts > 0 {
 		b.events.Eventf(bp.ref(k), corev1.EventTypeNormal, "Started", "Started container %s (restart %d)", bp.container, restarts)
+	}
+	if bp.comp.name == "vmstorage" {
+		if err := appendLine(b.vmstorageStarts, k.String()+" "+string(bp.uid)); err != nil {
+			b.logf("backer: recording the vmstorage start of Pod %s: %v", k, err)
+		}
 	}
 	b.logf("%s for Pod %s runs on %s (ports %s)", bp.comp.name, k, bp.endpoint, portList(bp.ports))
 }

@@ -94,6 +94,13 @@ func (s *Stack) RestoreStartsLog() string {
 	return filepath.Join(s.stateDir, "vmrestore-starts.log")
 }
 
+// VMStorageStartsLog is the file where the stack records every vmstorage
+// process it starts for a Pod, one "<namespace>/<pod> <pod UID>" line
+// each (backer.go run).
+func (s *Stack) VMStorageStartsLog() string {
+	return filepath.Join(s.stateDir, "vmstorage-starts.log")
+}
+
 // APIAddress is where the local stack serves the REST API.
 const APIAddress = "127.0.0.1:8080"
 

@@ -2,7 +2,6 @@ package stories
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
@@ -191,10 +190,11 @@ func describeRestore(rs *opsv1.ClusterRestore) string {
 // storyMigrate: a new vmcluster created from the backup of storyRestore
 // (made here when the story runs alone) with restore_from: a replica
 // count the backup cannot seed is a 400 naming restore_from.backup that
-// creates nothing; then the vmcluster is created held (its HelmRelease
-// carries the hold post-renderer, so vmstorage never runs on the empty
-// volumes), its seeding restore restores each replica from the backup
-// replica with its ordinal and lifts the hold, and the new vmcluster
+// creates nothing; then the vmcluster is created held (its hold ConfigMap
+// pre-holds every replica, so vmstorage never runs on the empty volumes:
+// every vmstorage start the stack recorded is of the Pod that waited),
+// its seeding restore restores each replica from the backup replica with
+// its ordinal and releases it, and the new vmcluster
 // serves the same 10,000 samples. The backup stays usable for any number
 // of vmclusters.
 func storyMigrate(t *testing.T) {
@@ -215,6 +215,8 @@ func storyMigrate(t *testing.T) {
 	g.Expect(fmt.Sprint(body)).To(ContainSubstring("restore_from.backup"))
 	code, _ = call(t, http.MethodGet, base, nil)
 	g.Expect(code).To(Equal(http.StatusNotFound))
+	err := st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: opsv1.VMStorageHoldConfigMapName(copyName)}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no hold written on a 400: %v", err)
 
 	code, body = call(t, http.MethodPost, vmclusters, map[string]any{
 		"name": copyName, "values": map[string]any{"vmstorage": map[string]any{"replicaCount": 2}},
@@ -222,9 +224,9 @@ func storyMigrate(t *testing.T) {
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	t.Cleanup(func() { call(t, http.MethodDelete, base, nil) })
-	hr := &helmv2.HelmRelease{}
-	g.Expect(st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: copyName}, hr)).To(Succeed())
-	g.Expect(holdsForRestore(hr)).To(BeTrue(), "the new vmcluster starts held")
+	hold := &corev1.ConfigMap{}
+	g.Expect(st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: opsv1.VMStorageHoldConfigMapName(copyName)}, hold)).To(Succeed())
+	g.Expect(hold.Data).To(HaveLen(2), "the new vmcluster starts with every replica held")
 
 	restoreID := opsv1.SeedRestoreName(copyName)
 	var done map[string]any
@@ -239,10 +241,35 @@ func storyMigrate(t *testing.T) {
 		pod := r["pod"].(string)
 		g.Expect(r["from_pod"]).To(Equal(strings.Replace(pod, copyName, restoreCluster, 1)), "%v", r)
 	}
-	// The hold is lifted for good: no later Helm render puts it back.
-	g.Expect(st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: copyName}, hr)).To(Succeed())
-	g.Expect(holdsForRestore(hr)).To(BeFalse())
+	g.Expect(st.Env.Client.Get(ctx, client.ObjectKeyFromObject(hold), hold)).To(Succeed())
+	g.Expect(hold.Data).To(BeEmpty(), "every replica released")
 	running := waitVMCluster(t, copyName, "RUNNING", 3*time.Minute)
+	// vmstorage of the new vmcluster started only on restored data: each
+	// replica's first Pod waited in the hold and was never replaced, so
+	// every vmstorage start the stack recorded is of that Pod (the old
+	// behaviour started it on the empty volume, then deleted it).
+	pods := &corev1.PodList{}
+	g.Expect(st.Env.Client.List(ctx, pods, client.InNamespace(obs))).To(Succeed())
+	raw, err := os.ReadFile(st.VMStorageStartsLog())
+	g.Expect(err).NotTo(HaveOccurred())
+	seen := 0
+	for _, p := range pods.Items {
+		if !strings.HasPrefix(p.Name, "vmstorage-"+copyName+"-") {
+			continue
+		}
+		seen++
+		var uids []string
+		for _, line := range strings.Split(string(raw), "\n") {
+			if pod, uid, ok := strings.Cut(line, " "); ok && pod == obs+"/"+p.Name {
+				uids = append(uids, uid)
+			}
+		}
+		g.Expect(uids).NotTo(BeEmpty(), "pod %s", p.Name)
+		for _, uid := range uids {
+			g.Expect(uid).To(Equal(string(p.UID)), "pod %s: vmstorage ran only in the pod that waited for its restore", p.Name)
+		}
+	}
+	g.Expect(seen).To(Equal(2))
 	prometheus, _ := field(running, "endpoints.prometheus").(string)
 
 	samples := fmt.Sprintf(`sum(count_over_time(%s[1d]))`, metric)
@@ -251,18 +278,4 @@ func storyMigrate(t *testing.T) {
 		g.Expect(stack.QueryScalar(ctx, prometheus, series)).To(Equal(100.0))
 		g.Expect(stack.QueryScalar(ctx, prometheus, samples)).To(Equal(10000.0))
 	}, 3*time.Minute, time.Second).Should(Succeed())
-}
-
-// holdsForRestore: hr carries the restore-hold post-renderer of its
-// vmcluster.
-func holdsForRestore(hr *helmv2.HelmRelease) bool {
-	for _, pr := range hr.Spec.PostRenderers {
-		raw, _ := json.Marshal(pr)
-		var m any
-		_ = json.Unmarshal(raw, &m)
-		if opsv1.IsRestoreHoldPostRenderer(m, hr.Name) {
-			return true
-		}
-	}
-	return false
 }

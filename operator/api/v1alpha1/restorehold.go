@@ -5,14 +5,14 @@ import (
 	"strings"
 )
 
-// A vmcluster created from a backup (restore_from on POST /vmclusters, or
-// the same two objects written by a GitOps user) starts with every
-// vmstorage Pod held: its HelmRelease carries a post-renderer that sets
-// VMStorageHoldAnnotation in the VMCluster's spec.vmstorage.podMetadata,
-// naming the ClusterRestore that seeds it (SeedRestoreName). vmstorage never
-// runs on the empty volume; the ClusterRestore restores each replica,
-// releases it, and once every replica succeeded removes the post-renderer
-// and the annotation from the VMCluster (docs/backups.md).
+// An earlier release of ops-server held a vmcluster created from a backup
+// with a HelmRelease post-renderer setting VMStorageHoldAnnotation in the
+// VMCluster's spec.vmstorage.podMetadata, naming its seeding ClusterRestore
+// (SeedRestoreName); nothing honours that annotation any more. New
+// vmclusters are pre-held in their hold ConfigMap (SeedHoldConfigMap,
+// seedhold.go). The post-renderer helpers stay so that the seeding restore
+// of such an existing vmcluster still removes the post-renderer and the
+// annotation once it succeeded (restore/seed.go).
 
 // VMStorageHoldAnnotation on a vmstorage Pod asks for its vmstorage to be
 // stopped and kept stopped; its value names the ClusterRestore holding it

@@ -17,8 +17,10 @@ import (
 	"github.com/tidbcloud/ops-server/operator/internal/vmstorage"
 )
 
-// unholdTemplate lifts the hold a vmcluster created from a backup started
-// with (opsv1.RestoreHoldPostRenderer), when it names this restore: first
+// unholdTemplate lifts the hold a vmcluster created from a backup by an
+// earlier release started with (opsv1.RestoreHoldPostRenderer; new ones
+// are pre-held in the hold ConfigMap, opsv1.SeedHoldConfigMap), when it
+// names this restore: first
 // the post-renderer on the owning HelmRelease (so no later Helm render
 // puts it back), then the annotation in the VMCluster's
 // spec.vmstorage.podMetadata (vm-operator then rolls the vmstorage Pods,
