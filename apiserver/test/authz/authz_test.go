@@ -26,6 +26,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -659,6 +660,8 @@ func TestRestoreFromNeedsRestoresCreate(t *testing.T) {
 	g.Expect(string(resp)).To(ContainSubstring(`cannot create resource \"clusterrestores\"`))
 	code, _ = f.do(http.MethodGet, vmclustersPath+"/seeded", "", adminToken)
 	g.Expect(code).To(Equal(http.StatusNotFound), "nothing created")
+	err := f.kube.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: opsv1.VMStorageHoldConfigMapName("seeded")}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no hold ConfigMap: %v", err)
 
 	user, both := f.serviceAccount("create-and-restore", create, restore)
 	code, resp = f.do(http.MethodPost, vmclustersPath, body, both)
@@ -667,6 +670,9 @@ func TestRestoreFromNeedsRestoresCreate(t *testing.T) {
 	g.Expect(f.kube.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: opsv1.SeedRestoreName("seeded")}, rs)).To(Succeed())
 	g.Expect(rs.Spec.VMCluster.Name).To(Equal("seeded"))
 	g.Expect(rs.Annotations).To(HaveKeyWithValue(auth.AnnotationInitiatedBy, user))
+	hold := &corev1.ConfigMap{}
+	g.Expect(f.kube.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: opsv1.VMStorageHoldConfigMapName("seeded")}, hold)).To(Succeed())
+	g.Expect(hold.Data).To(Equal(map[string]string{"vmstorage-seeded-0": f.ns + "/seed-seeded "}), "the replica is held before the release exists")
 
 	// A replica count the backup cannot seed: 400 naming the field.
 	code, resp = f.do(http.MethodPost, vmclustersPath, `{"name":"misfit","values":{"vmstorage":{"replicaCount":3},"replicationFactor":1},"restore_from":{"backup":"`+b+`"}}`, both)
