@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/chartrepo"
 	"github.com/tidbcloud/ops-server/operator/testenv"
 )
@@ -77,14 +78,15 @@ func TestFluxSidecarsRunAsServiceAccount(t *testing.T) {
 	defer srv.Close()
 
 	g.Expect(env.Client.Create(ctx, &sourcev1.HelmRepository{
-		ObjectMeta: metav1.ObjectMeta{Name: "vm1", Namespace: ns},
+		// The chart's Flux sidecars watch only ops-server's shard.
+		ObjectMeta: metav1.ObjectMeta{Name: "vm1", Namespace: ns, Labels: opsv1.FluxShardLabels(opsv1.DefaultFluxShard, nil)},
 		Spec:       sourcev1.HelmRepositorySpec{URL: srv.URL, Interval: metav1.Duration{Duration: time.Minute}},
 	})).To(Succeed())
 	hr := &helmv2.HelmRelease{
-		ObjectMeta: metav1.ObjectMeta{Name: "vm1", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "vm1", Namespace: ns, Labels: opsv1.FluxShardLabels(opsv1.DefaultFluxShard, nil)},
 		Spec: helmv2.HelmReleaseSpec{
 			Interval: metav1.Duration{Duration: time.Minute},
-			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
+			Chart: &helmv2.HelmChartTemplate{ObjectMeta: &helmv2.HelmChartTemplateObjectMeta{Labels: opsv1.FluxShardLabels(opsv1.DefaultFluxShard, nil)}, Spec: helmv2.HelmChartTemplateSpec{
 				Chart: "vmcluster", Version: "*",
 				SourceRef: helmv2.CrossNamespaceObjectReference{Kind: sourcev1.HelmRepositoryKind, Name: "vm1"},
 			}},
