@@ -44,10 +44,10 @@ func storyLogsExec(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), out)
 		g.Expect(out).To(ContainSubstring(`opening storage at "` + dataDir + `"`))
 	}, 2*time.Minute, 2*time.Second).Should(Succeed())
-	out, err := kubectl("exec", "-n", obs, pod.Name, "--", "ls", dataDir)
+	out, err := kubectl("exec", "-n", obs, pod.Name, "-c", "vmstorage", "--", "ls", dataDir)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(strings.Fields(out)).To(ContainElements("data", "indexdb"))
-	out, err = kubectl("exec", "-n", obs, pod.Name, "--", "pwd")
+	out, err = kubectl("exec", "-n", obs, pod.Name, "-c", "vmstorage", "--", "pwd")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(strings.TrimSpace(out)).To(Equal(dataDir))
 }
