@@ -39,7 +39,19 @@ const (
 // Pod (restore.ConfigMapStopper; holdKey). A release (the key removed) lets
 // run start the process again, on whatever vmrestore wrote into its data
 // directory. A Pod whose ConfigMap cannot be read is held this round.
+//
+// Like the init container it stands for, the hold is decided only before
+// the Pod's vmstorage first starts: once it ran, the ConfigMap is not read
+// again for this Pod (a key added later holds its replacement, which
+// ConfigMapStopper creates by deleting the Pod), so neither a new key nor a
+// failed read ever stops a running vmstorage.
 func (b *podBacker) hold(k types.NamespacedName, p *corev1.Pod, bp *backedPod) bool {
+	b.mu.Lock()
+	started := (bp.proc != nil || !bp.startedAt.IsZero()) && !bp.held
+	b.mu.Unlock()
+	if started {
+		return false
+	}
 	holder := ""
 	if bp.comp.name == "vmstorage" {
 		var err error
