@@ -2,7 +2,10 @@ module github.com/tidbcloud/ops-server/operator/api
 
 go 1.26.0
 
-require k8s.io/apimachinery v0.37.2
+require (
+	k8s.io/api v0.37.2
+	k8s.io/apimachinery v0.37.2
+)
 
 require (
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
