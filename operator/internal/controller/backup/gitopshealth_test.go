@@ -5,7 +5,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
@@ -69,24 +68,7 @@ func TestGitOpsHealth(t *testing.T) {
 				unstructured.RemoveNestedField(u.Object, "status")
 			}
 
-			ks, err := gitopshealthtest.Kstatus(u)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(ks).To(Equal(tc.kstatus), "kstatus of %+v", tc.b.Status)
-
-			flux, err := checks.Flux(u)
-			if tc.flux == "" {
-				g.Expect(err).To(HaveOccurred(), "Flux's expressions should not evaluate without status, got %s", flux)
-			} else {
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(flux).To(Equal(tc.flux), "Flux healthCheckExprs on %+v", tc.b.Status)
-			}
-
-			argo, msg, err := checks.ArgoCD(u)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(argo).To(Equal(tc.argo), "Argo CD health of %+v (message %q)", tc.b.Status, msg)
-			if c := apimeta.FindStatusCondition(tc.b.Status.Conditions, opsv1.ReadyCondition); c != nil {
-				g.Expect(msg).To(Equal(c.Message))
-			}
+			checks.Assert(g, u, tc.kstatus, tc.flux, tc.argo, gitopshealthtest.ReadyMessage(tc.b.Status.Conditions))
 		})
 	}
 }

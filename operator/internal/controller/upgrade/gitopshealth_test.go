@@ -102,35 +102,9 @@ func TestGitOpsHealth(t *testing.T) {
 				unstructured.RemoveNestedField(u.Object, "status")
 			}
 
-			ks, err := gitopshealthtest.Kstatus(u)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(ks).To(Equal(tc.kstatus), "kstatus of %+v", op.Status)
-
-			flux, err := checks.Flux(u)
-			if tc.flux == "" {
-				g.Expect(err).To(HaveOccurred(), "Flux's expressions should not evaluate without status, got %s", flux)
-			} else {
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(flux).To(Equal(tc.flux), "Flux healthCheckExprs on %+v", op.Status)
-			}
-
-			argo, msg, err := checks.ArgoCD(u)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(argo).To(Equal(tc.argo), "Argo CD health of %+v (message %q)", op.Status, msg)
-			if ready := readyMessage(op); ready != "" {
-				g.Expect(msg).To(Equal(ready))
-			}
+			checks.Assert(g, u, tc.kstatus, tc.flux, tc.argo, gitopshealthtest.ReadyMessage(op.Status.Conditions))
 		})
 	}
-}
-
-func readyMessage(op *opsv1.ClusterUpgradeOperation) string {
-	for _, c := range op.Status.Conditions {
-		if c.Type == opsv1.ReadyCondition {
-			return c.Message
-		}
-	}
-	return ""
 }
 
 // TestProgress: status.progress (the PROGRESS column) counts the finished

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -66,21 +65,6 @@ func (r *Reconciler) preflightError(s *scope, err error) error {
 // current to target, or "" (preflight.ControlPlaneSkew).
 func versionSkew(current, target string) string { return preflight.ControlPlaneSkew(current, target) }
 
-func majorMinor(v string) (int, int, bool) {
-	v = strings.TrimPrefix(v, "v")
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return 0, 0, false
-	}
-	minor := parts[1]
-	if i := strings.IndexAny(minor, "-+"); i >= 0 {
-		minor = minor[:i]
-	}
-	maj, err1 := strconv.Atoi(parts[0])
-	min, err2 := strconv.Atoi(minor)
-	return maj, min, err1 == nil && err2 == nil
-}
-
 // versionSatisfies reports whether a cluster at current is already at
 // target: the same major.minor when target names only those (1.30), the
 // exact version otherwise (1.30.2, 1.31.1-aliyun.1).
@@ -92,8 +76,8 @@ func versionSatisfies(current, target string) bool {
 	if strings.Count(target, ".") != 1 {
 		return false
 	}
-	cMaj, cMin, ok1 := majorMinor(current)
-	tMaj, tMin, ok2 := majorMinor(target)
+	cMaj, cMin, ok1 := preflight.MajorMinor(current)
+	tMaj, tMin, ok2 := preflight.MajorMinor(target)
 	return ok1 && ok2 && cMaj == tMaj && cMin == tMin
 }
 

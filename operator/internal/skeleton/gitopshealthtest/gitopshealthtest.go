@@ -18,7 +18,10 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
+	"github.com/onsi/gomega"
 	lua "github.com/yuin/gopher-lua"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -248,4 +251,38 @@ func evalBool(expr string, obj map[string]any) (bool, error) {
 		return false, fmt.Errorf("%q did not give a bool", expr)
 	}
 	return bool(b), nil
+}
+
+// Assert expects kstatus, Flux's healthCheckExprs and Argo CD's Lua to
+// report kstatus, flux ("": the expressions do not evaluate, so Flux
+// waits) and argo for u, a custom resource as the API server serves it.
+// readyMessage, when not empty, is the message Argo CD must show (the
+// Ready condition's).
+func (c *Checks) Assert(g gomega.Gomega, u *unstructured.Unstructured, kstatus, flux status.Status, argo, readyMessage string) {
+	ks, err := Kstatus(u)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(ks).To(gomega.Equal(kstatus), "kstatus of %v", u.Object["status"])
+
+	got, err := c.Flux(u)
+	if flux == "" {
+		g.Expect(err).To(gomega.HaveOccurred(), "Flux's expressions should not evaluate without status, got %s", got)
+	} else {
+		g.Expect(err).NotTo(gomega.HaveOccurred())
+		g.Expect(got).To(gomega.Equal(flux), "Flux healthCheckExprs on %v", u.Object["status"])
+	}
+
+	health, msg, err := c.ArgoCD(u)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(health).To(gomega.Equal(argo), "Argo CD health of %v (message %q)", u.Object["status"], msg)
+	if readyMessage != "" {
+		g.Expect(msg).To(gomega.Equal(readyMessage))
+	}
+}
+
+// ReadyMessage is the message of the Ready condition in conds, or "".
+func ReadyMessage(conds []metav1.Condition) string {
+	if c := apimeta.FindStatusCondition(conds, "Ready"); c != nil {
+		return c.Message
+	}
+	return ""
 }
