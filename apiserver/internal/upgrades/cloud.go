@@ -53,7 +53,7 @@ func ParseClusterQuery(q url.Values, addons bool) (ClusterQuery, *apierror.Error
 		v = append(v, apierror.Violation("cloudProvider", "is required (one of %s)", strings.Join(providers, ", ")))
 	case !oneOf(c.CloudProvider, providers):
 		v = append(v, apierror.Violation("cloudProvider", "must be one of %s", strings.Join(providers, ", ")))
-	case addons && !oneOf(c.CloudProvider, []string{"eks", "ack", "mock"}):
+	case addons && !opsv1.CloudProvider(c.CloudProvider).SupportsClusterAddons():
 		v = append(v, apierror.Violation("cloudProvider", "cluster addons are not supported by this provider (%s); only eks, ack and mock have them", c.CloudProvider))
 	}
 	if len(v) > 0 {

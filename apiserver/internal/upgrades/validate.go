@@ -126,7 +126,7 @@ func Validate(r *Request) []apierror.FieldViolation {
 		seenGate[a] = true
 	}
 
-	if len(r.ClusterAddons) > 0 && r.CloudProvider != "" && !oneOf(r.CloudProvider, []string{"eks", "ack", "mock"}) {
+	if len(r.ClusterAddons) > 0 && r.CloudProvider != "" && !opsv1.CloudProvider(r.CloudProvider).SupportsClusterAddons() {
 		add("clusterAddons", "cluster addons are not supported by cloud provider %s (only eks, ack and mock)", r.CloudProvider)
 	}
 	if len(r.ClusterAddons) > maxItems {

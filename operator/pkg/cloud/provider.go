@@ -10,6 +10,13 @@
 // call repeated after a crash (between the cloud call and the status patch)
 // is recognised by the cloud, or by the provider's own check of the cloud's
 // state, and returns the same operation instead of starting a second one.
+//
+// Every provider turns its SDK's errors into a classified *Error with
+// Classify, adding only how its own SDK's error types read; messages go
+// through Sanitize. MajorMinor is the one parser of a Kubernetes version's
+// major and minor for providers, fake clouds, preflight and the upgrade
+// reconciler. The fake cloud servers of the providers' tests share
+// package cloudtest.
 package cloud
 
 import (

@@ -89,6 +89,28 @@ func PickVersion(requested string, available []string) (string, bool) {
 	return "", false
 }
 
+// MajorMinor parses a Kubernetes version into its major and minor: 1.30,
+// v1.30.2, 1.30.2-eks-…, 1.30.4-gke.1200 and 1.31.1-aliyun.1 all give 1
+// and 30. It is the one parser of every provider, fake cloud, preflight
+// and the upgrade reconciler.
+func MajorMinor(v string) (major, minor int, ok bool) {
+	v = strings.TrimPrefix(v, "v")
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	mn := parts[1]
+	if i := strings.IndexAny(mn, "-+"); i >= 0 {
+		mn = mn[:i]
+	}
+	maj, err1 := strconv.Atoi(parts[0])
+	m, err2 := strconv.Atoi(mn)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return maj, m, true
+}
+
 // FullVersion reports whether v carries the provider's suffix
 // (1.31.1-aliyun.1): such a version names one release, not a series.
 func FullVersion(v string) bool { return strings.Contains(v, "-") }

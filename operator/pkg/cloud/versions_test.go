@@ -80,3 +80,31 @@ func FuzzPickVersion(f *testing.F) {
 		}
 	})
 }
+
+func TestMajorMinor(t *testing.T) {
+	cases := []struct {
+		in           string
+		major, minor int
+		ok           bool
+	}{
+		{"1.30", 1, 30, true},
+		{"v1.30.2", 1, 30, true},
+		{"1.30.2-eks-a1b2c3", 1, 30, true},
+		{"1.30.4-gke.1200", 1, 30, true},
+		{"1.31.1-aliyun.1", 1, 31, true},
+		{"1.29+k3s1", 1, 29, true},
+		{"1.29-eks", 1, 29, true},
+		{"1", 0, 0, false},
+		{"", 0, 0, false},
+		{"one.two", 0, 0, false},
+		{"1.x", 0, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			g := NewWithT(t)
+			major, minor, ok := MajorMinor(tc.in)
+			g.Expect(ok).To(Equal(tc.ok))
+			g.Expect([]int{major, minor}).To(Equal([]int{tc.major, tc.minor}))
+		})
+	}
+}

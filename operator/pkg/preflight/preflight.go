@@ -14,8 +14,8 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -141,31 +141,12 @@ func check(name string, problems, warnings, passed []string, hint string) opsv1.
 	return c
 }
 
-// MajorMinor parses 1.30, v1.30.2 or 1.30.2-eks-… into 1 and 30.
-func MajorMinor(v string) (int, int, bool) {
-	v = strings.TrimPrefix(v, "v")
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return 0, 0, false
-	}
-	minor := parts[1]
-	if i := strings.IndexAny(minor, "-+"); i >= 0 {
-		minor = minor[:i]
-	}
-	maj, err1 := strconv.Atoi(parts[0])
-	mn, err2 := strconv.Atoi(minor)
-	if err1 != nil || err2 != nil {
-		return 0, 0, false
-	}
-	return maj, mn, true
-}
-
 // ControlPlaneSkew says what is wrong with moving a control plane from
 // current to target, or "". The rule every provider shares: the same minor
 // or one minor ahead, never back.
 func ControlPlaneSkew(current, target string) string {
-	cMaj, cMin, ok1 := MajorMinor(current)
-	tMaj, tMin, ok2 := MajorMinor(target)
+	cMaj, cMin, ok1 := cloud.MajorMinor(current)
+	tMaj, tMin, ok2 := cloud.MajorMinor(target)
 	if !ok1 || !ok2 {
 		return fmt.Sprintf("cannot compare versions %q and %q", current, target)
 	}
@@ -183,7 +164,7 @@ func ControlPlaneSkew(current, target string) string {
 // (https://kubernetes.io/releases/version-skew-policy/): three from 1.28
 // on, two before.
 func KubeletSkew(apiserver string) int {
-	if _, m, ok := MajorMinor(apiserver); ok && m < 28 {
+	if _, m, ok := cloud.MajorMinor(apiserver); ok && m < 28 {
 		return 2
 	}
 	return 3
@@ -192,8 +173,8 @@ func KubeletSkew(apiserver string) int {
 // kubeletSkew says what is wrong with a kubelet at version against an API
 // server at target, or "".
 func kubeletSkew(what, version, target string) string {
-	_, kMin, ok1 := MajorMinor(version)
-	_, tMin, ok2 := MajorMinor(target)
+	_, kMin, ok1 := cloud.MajorMinor(version)
+	_, tMin, ok2 := cloud.MajorMinor(target)
 	if !ok1 || !ok2 {
 		return ""
 	}
@@ -289,7 +270,7 @@ func addonsExist(spec *opsv1.ClusterUpgradeOperationSpec, addons []cloud.Addon) 
 		switch {
 		case !ok:
 			problems = append(problems, fmt.Sprintf("addon %q is not installed", want.Name))
-		case a.Version != want.Version && !contains(a.AvailableVersions, want.Version):
+		case a.Version != want.Version && !slices.Contains(a.AvailableVersions, want.Version):
 			problems = append(problems, fmt.Sprintf("addon %q has no version %q (available: %s)", want.Name, want.Version, strings.Join(a.AvailableVersions, ", ")))
 		default:
 			passed = append(passed, fmt.Sprintf("addon %q at %s offers %s", want.Name, a.Version, want.Version))
@@ -317,7 +298,7 @@ func addonCompatibility(ctx context.Context, in Input) (opsv1.PreflightCheck, er
 		if err != nil {
 			return opsv1.PreflightCheck{}, err
 		}
-		if contains(versions, want.Version) {
+		if slices.Contains(versions, want.Version) {
 			passed = append(passed, fmt.Sprintf("addon %q %s runs on Kubernetes %s", want.Name, want.Version, in.Target))
 		} else {
 			problems = append(problems, fmt.Sprintf("addon %q %s is not compatible with Kubernetes %s (compatible: %s)", want.Name, want.Version, in.Target, strings.Join(versions, ", ")))
@@ -351,15 +332,6 @@ func capacity(ctx context.Context, in Input, groups []cloud.NodeGroup) opsv1.Pre
 	return check(opsv1.PreflightCheckCapacity, nil,
 		append([]string{fmt.Sprintf("not checked: %s exposes no quota or instance limits to ops-server", in.Provider.Name())}, need...), nil,
 		"make sure the account's quota (instances, vCPUs, IP addresses) holds the extra nodes")
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // notChecked is the warning of a Kubernetes-side check made without a

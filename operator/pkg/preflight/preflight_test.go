@@ -280,7 +280,7 @@ func TestRemovedAPITable(t *testing.T) {
 		key := r.GroupVersion + " " + r.Kind
 		g.Expect(seen[key]).To(BeFalse(), "duplicate %s", key)
 		seen[key] = true
-		_, _, ok := preflight.MajorMinor(r.RemovedIn)
+		_, _, ok := cloud.MajorMinor(r.RemovedIn)
 		g.Expect(ok).To(BeTrue(), key)
 		g.Expect(r.Resource).To(Equal(strings.ToLower(r.Resource)), key)
 		g.Expect(r.Replacement).NotTo(Equal(r.GroupVersion), key)

@@ -1,5 +1,7 @@
 package preflight
 
+import "github.com/tidbcloud/ops-server/operator/pkg/cloud"
+
 // RemovedAPI is an API version that Kubernetes stops serving in a minor
 // release.
 type RemovedAPI struct {
@@ -67,14 +69,14 @@ var RemovedAPIs = []RemovedAPI{
 // removedBetween returns the entries removed by an upgrade from the
 // current minor to the target: current < RemovedIn <= target.
 func removedBetween(current, target string) []RemovedAPI {
-	_, cMin, ok1 := MajorMinor(current)
-	_, tMin, ok2 := MajorMinor(target)
+	_, cMin, ok1 := cloud.MajorMinor(current)
+	_, tMin, ok2 := cloud.MajorMinor(target)
 	if !ok1 || !ok2 {
 		return nil
 	}
 	var out []RemovedAPI
 	for _, r := range RemovedAPIs {
-		_, rMin, _ := MajorMinor(r.RemovedIn)
+		_, rMin, _ := cloud.MajorMinor(r.RemovedIn)
 		if rMin > cMin && rMin <= tMin {
 			out = append(out, r)
 		}

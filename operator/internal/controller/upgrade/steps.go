@@ -76,8 +76,8 @@ func versionSatisfies(current, target string) bool {
 	if strings.Count(target, ".") != 1 {
 		return false
 	}
-	cMaj, cMin, ok1 := preflight.MajorMinor(current)
-	tMaj, tMin, ok2 := preflight.MajorMinor(target)
+	cMaj, cMin, ok1 := cloud.MajorMinor(current)
+	tMaj, tMin, ok2 := cloud.MajorMinor(target)
 	return ok1 && ok2 && cMaj == tMaj && cMin == tMin
 }
 
@@ -625,13 +625,4 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, step *opsv1.UpgradeSte
 
 func (r *Reconciler) timedOut(step *opsv1.UpgradeStep, limit time.Duration) bool {
 	return limit > 0 && step.StartTime != nil && r.Now().Sub(step.StartTime.Time) > limit
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

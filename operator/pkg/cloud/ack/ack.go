@@ -143,7 +143,7 @@ func New(o Options) (*Provider, error) {
 		// The SDK fails every call without a credential: use the default
 		// chain explicitly (RRSA included).
 		if cred, err = credentials.NewCredential(nil); err != nil {
-			return nil, fmt.Errorf("building the default Alibaba Cloud credential: %s", sanitize(err.Error()))
+			return nil, fmt.Errorf("building the default Alibaba Cloud credential: %s", cloud.Sanitize(err.Error()))
 		}
 	}
 	endpoint, protocol := o.Endpoint, "HTTPS"
@@ -186,7 +186,7 @@ func (p *Provider) SupportsAddons() bool   { return true }
 
 func (p *Provider) api(op string, c cloud.ClusterRef) (API, error) {
 	if c.ClusterID == "" {
-		return nil, errorf(cloud.Permanent, op, "an ACK cluster needs its cluster id (c...), none is configured for %q", c.Name)
+		return nil, cloud.Errorf(cloud.Permanent, cloud.ACK, op, "an ACK cluster needs its cluster id (c...), none is configured for %q", c.Name)
 	}
 	region := c.Region
 	if region == "" {
@@ -199,7 +199,7 @@ func (p *Provider) api(op string, c cloud.ClusterRef) (API, error) {
 	}
 	a, err := p.newAPI(region)
 	if err != nil {
-		return nil, errorf(cloud.Permanent, op, "building the ACK client for region %q: %s", region, sanitize(err.Error()))
+		return nil, cloud.Errorf(cloud.Permanent, cloud.ACK, op, "building the ACK client for region %q: %s", region, cloud.Sanitize(err.Error()))
 	}
 	p.apis[region] = a
 	return a, nil
@@ -235,7 +235,7 @@ func (p *Provider) detail(ctx context.Context, c cloud.ClusterRef) (*cs.Describe
 		return nil, classify("DescribeClusterDetail", err)
 	}
 	if out == nil || out.Body == nil {
-		return nil, errorf(cloud.Retryable, "DescribeClusterDetail", "empty response for cluster %q", c.ClusterID)
+		return nil, cloud.Errorf(cloud.Retryable, cloud.ACK, "DescribeClusterDetail", "empty response for cluster %q", c.ClusterID)
 	}
 	return out.Body, nil
 }
@@ -254,7 +254,7 @@ func (p *Provider) AvailableVersions(ctx context.Context, c cloud.ClusterRef) ([
 	}
 	current := dara.StringValue(d.CurrentVersion)
 	if current == "" {
-		return nil, errorf(cloud.Retryable, "DescribeClusterDetail", "ACK reported no current version for cluster %s", c.ClusterID)
+		return nil, cloud.Errorf(cloud.Retryable, cloud.ACK, "DescribeClusterDetail", "ACK reported no current version for cluster %s", c.ClusterID)
 	}
 	a, err := p.api(op, c)
 	if err != nil {
@@ -362,7 +362,7 @@ func (p *Provider) pool(ctx context.Context, c cloud.ClusterRef, group string) (
 	if byID != nil {
 		return byID, nil
 	}
-	return nil, errorf(cloud.NotFound, "DescribeClusterNodePools", "node pool %q not found in cluster %s", group, c.ClusterID)
+	return nil, cloud.Errorf(cloud.NotFound, cloud.ACK, "DescribeClusterNodePools", "node pool %q not found in cluster %s", group, c.ClusterID)
 }
 
 func (p *Provider) ListNodeGroups(ctx context.Context, c cloud.ClusterRef) ([]cloud.NodeGroup, error) {
@@ -427,7 +427,7 @@ func (p *Provider) StartCreateNodeGroup(ctx context.Context, c cloud.ClusterRef,
 		if err != nil || id != "" {
 			return id, err
 		}
-		return "", errorf(cloud.Permanent, op, "node pool %q already exists (%s)", g.Name, poolID(np))
+		return "", cloud.Errorf(cloud.Permanent, cloud.ACK, op, "node pool %q already exists (%s)", g.Name, poolID(np))
 	}
 	req := &cs.CreateClusterNodePoolRequest{}
 	if src := g.Extra[ExtraSource]; src != "" {
@@ -547,7 +547,7 @@ func (p *Provider) StartAddonUpdate(ctx context.Context, c cloud.ClusterRef, u c
 		}
 	}
 	if current == nil {
-		return "", errorf(cloud.NotFound, op, "addon %q is not installed in cluster %s", u.Name, c.ClusterID)
+		return "", cloud.Errorf(cloud.NotFound, cloud.ACK, op, "addon %q is not installed in cluster %s", u.Name, c.ClusterID)
 	}
 	id, err := p.findTask(ctx, c, isAddonUpgrade, c.ClusterID, u.Name, dara.StringValue(current.Version) == u.Version)
 	if err != nil || id != "" {
@@ -571,7 +571,7 @@ func (p *Provider) StartAddonUpdate(ctx context.Context, c cloud.ClusterRef, u c
 
 func (p *Provider) PollOperation(ctx context.Context, c cloud.ClusterRef, opID string) (*cloud.OperationStatus, error) {
 	if opID == "" || strings.ContainsAny(opID, "/?# ") {
-		return nil, errorf(cloud.Permanent, "DescribeTaskInfo", "malformed task id %q", opID)
+		return nil, cloud.Errorf(cloud.Permanent, cloud.ACK, "DescribeTaskInfo", "malformed task id %q", opID)
 	}
 	info, err := p.task(ctx, c, opID)
 	if err != nil {
@@ -585,7 +585,7 @@ func (p *Provider) PollOperation(ctx context.Context, c cloud.ClusterRef, opID s
 		if e := info.Error; e != nil && (dara.StringValue(e.Code) != "" || dara.StringValue(e.Message) != "") {
 			msg += ": " + strings.TrimPrefix(dara.StringValue(e.Code)+": "+dara.StringValue(e.Message), ": ")
 		}
-		return &cloud.OperationStatus{State: cloud.OperationFailed, Message: sanitize(msg)}, nil
+		return &cloud.OperationStatus{State: cloud.OperationFailed, Message: cloud.Sanitize(msg)}, nil
 	default:
 		// running, pending, paused (a task paused with PauseTask waits
 		// for ResumeTask).
@@ -607,7 +607,7 @@ func (p *Provider) task(ctx context.Context, c cloud.ClusterRef, id string) (*cs
 		return nil, classify("DescribeTaskInfo", err)
 	}
 	if out == nil || out.Body == nil {
-		return nil, errorf(cloud.Retryable, "DescribeTaskInfo", "empty response for task %q", id)
+		return nil, cloud.Errorf(cloud.Retryable, cloud.ACK, "DescribeTaskInfo", "empty response for task %q", id)
 	}
 	return out.Body, nil
 }
@@ -699,7 +699,7 @@ func (p *Provider) findTask(ctx context.Context, c cloud.ClusterRef, match taskM
 
 func taskID(op string, id *string) (string, error) {
 	if dara.StringValue(id) == "" {
-		return "", errorf(cloud.Retryable, op, "ACK returned no task id")
+		return "", cloud.Errorf(cloud.Retryable, cloud.ACK, op, "ACK returned no task id")
 	}
 	return dara.StringValue(id), nil
 }
@@ -711,11 +711,11 @@ func fullVersion(op, v string) error {
 	patch, suffix, _ := strings.Cut(rest, "-")
 	for _, n := range []string{major, minor, patch} {
 		if _, err := strconv.Atoi(n); err != nil || !ok || !ok2 {
-			return errorf(cloud.Permanent, op, "ACK needs a full version such as 1.31.1-aliyun.1, got %q", v)
+			return cloud.Errorf(cloud.Permanent, cloud.ACK, op, "ACK needs a full version such as 1.31.1-aliyun.1, got %q", v)
 		}
 	}
 	if suffix == "" {
-		return errorf(cloud.Permanent, op, "ACK needs a full version such as 1.31.1-aliyun.1, got %q", v)
+		return cloud.Errorf(cloud.Permanent, cloud.ACK, op, "ACK needs a full version such as 1.31.1-aliyun.1, got %q", v)
 	}
 	return nil
 }
@@ -811,11 +811,11 @@ func fromPool(np *cs.DescribeClusterNodePoolsResponseBodyNodepools) cloud.NodeGr
 func clonePool(old *cs.DescribeClusterNodePoolsResponseBodyNodepools) (*cs.CreateClusterNodePoolRequest, error) {
 	raw, err := json.Marshal(old)
 	if err != nil {
-		return nil, errorf(cloud.Permanent, "CreateClusterNodePool", "copying node pool %q: %v", poolID(old), err)
+		return nil, cloud.Errorf(cloud.Permanent, cloud.ACK, "CreateClusterNodePool", "copying node pool %q: %v", poolID(old), err)
 	}
 	req := &cs.CreateClusterNodePoolRequest{}
 	if err := json.Unmarshal(raw, req); err != nil {
-		return nil, errorf(cloud.Permanent, "CreateClusterNodePool", "copying node pool %q: %v", poolID(old), err)
+		return nil, cloud.Errorf(cloud.Permanent, cloud.ACK, "CreateClusterNodePool", "copying node pool %q: %v", poolID(old), err)
 	}
 	req.NodepoolInfo = nil
 	if req.ScalingGroup != nil {
@@ -849,7 +849,7 @@ func applyGroup(req *cs.CreateClusterNodePoolRequest, g cloud.NodeGroup) error {
 	if v := x[ExtraSystemDiskSize]; v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return errorf(cloud.Permanent, op, "invalid %s %q", ExtraSystemDiskSize, v)
+			return cloud.Errorf(cloud.Permanent, cloud.ACK, op, "invalid %s %q", ExtraSystemDiskSize, v)
 		}
 		sg.SystemDiskSize = dara.Int64(n)
 	}
@@ -896,7 +896,7 @@ func applyGroup(req *cs.CreateClusterNodePoolRequest, g cloud.NodeGroup) error {
 		switch t.Effect {
 		case "NoSchedule", "NoExecute", "PreferNoSchedule":
 		default:
-			return errorf(cloud.Permanent, op, "unknown taint effect %q", t.Effect)
+			return cloud.Errorf(cloud.Permanent, cloud.ACK, op, "unknown taint effect %q", t.Effect)
 		}
 		kc.Taints = append(kc.Taints, &cs.Taint{Key: dara.String(t.Key), Value: dara.String(t.Value), Effect: dara.String(t.Effect)})
 	}
@@ -910,7 +910,7 @@ func applyGroup(req *cs.CreateClusterNodePoolRequest, g cloud.NodeGroup) error {
 		req.NodeComponents = append(kept, &cs.CreateClusterNodePoolRequestNodeComponents{Name: dara.String("kubelet"), Version: dara.String(g.Version)})
 	}
 	if len(sg.VswitchIds) == 0 || len(sg.InstanceTypes) == 0 {
-		return errorf(cloud.Permanent, op, "node pool %q needs vSwitches and instance types: clone it from an existing pool (Extra %q) or set Extra %q",
+		return cloud.Errorf(cloud.Permanent, cloud.ACK, op, "node pool %q needs vSwitches and instance types: clone it from an existing pool (Extra %q) or set Extra %q",
 			g.Name, ExtraSource, ExtraVSwitchIDs)
 	}
 	return nil

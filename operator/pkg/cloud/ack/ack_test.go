@@ -17,6 +17,7 @@ import (
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/ack"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/ack/acktest"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/cloudtest"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/conformance"
 )
 
@@ -86,14 +87,8 @@ func TestConformance(t *testing.T) {
 			seed(srv)
 			return newProvider(t, srv), ref
 		},
-		Fresh: func(t *testing.T) cloud.Provider { return newProvider(t, srv) },
-		Inject: func(kind string, n int, permanent bool) {
-			f := acktest.Throttle
-			if permanent {
-				f = acktest.Permanent
-			}
-			srv.Inject(actions[kind], n, f)
-		},
+		Fresh:     func(t *testing.T) cloud.Provider { return newProvider(t, srv) },
+		Inject:    func(kind string, n int, permanent bool) { srv.Inject(actions[kind], n, cloudtest.FaultFor(permanent)) },
 		PollLimit: 20,
 	})
 }
@@ -106,17 +101,7 @@ func start(t *testing.T) (*acktest.Server, *ack.Provider) {
 
 func waitDone(t *testing.T, p cloud.Provider, id string) *cloud.OperationStatus {
 	t.Helper()
-	for i := 0; i < 20; i++ {
-		st, err := p.PollOperation(context.Background(), ref, id)
-		if err != nil {
-			t.Fatalf("poll %s: %v", id, err)
-		}
-		if st.State != cloud.OperationRunning {
-			return st
-		}
-	}
-	t.Fatalf("task %s still running", id)
-	return nil
+	return conformance.Poll(t, p, ref, id, 20)
 }
 
 func TestControlPlaneUpgradeIsMasterOnly(t *testing.T) {

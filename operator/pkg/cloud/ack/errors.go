@@ -1,10 +1,7 @@
 package ack
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -15,29 +12,19 @@ import (
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
 
-// classify turns an SDK error into a *cloud.Error: throttling
-// (Throttling* codes, 429, with the x-ratelimit TimeLeft the SDK reads),
-// 5xx, timeouts and network failures are retryable, and so are ACK's
-// "the cluster has a task running" conflicts; 404 and *NotFound codes are
-// NotFound; other 4xx are permanent. The message is ACK's code and
-// message, without the request id or any credential.
+// classify turns an SDK error into a *cloud.Error (cloud.Classify, with
+// the Alibaba Cloud part in classifyTea).
 func classify(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var already *cloud.Error
-	if errors.As(err, &already) {
-		return err
-	}
-	ce := &cloud.Error{Provider: cloud.ACK, Op: op}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		ce.Kind, ce.Timeout, ce.Message = cloud.Retryable, true, "request timed out"
-		return ce
-	case errors.Is(err, context.Canceled):
-		ce.Kind, ce.Message = cloud.Retryable, "request cancelled"
-		return ce
-	}
+	return cloud.Classify(cloud.ACK, op, err, classifyTea)
+}
+
+// classifyTea: throttling (Throttling* codes, 429, with the x-ratelimit
+// TimeLeft the SDK reads), 5xx and answers without a status are
+// retryable, and so are ACK's "the cluster has a task running" conflicts;
+// 404 and *NotFound codes are NotFound; other 4xx are permanent. The
+// message is ACK's code and message, without the request id or any
+// credential.
+func classifyTea(err error, ce *cloud.Error) bool {
 	var (
 		code, msg string
 		status    int
@@ -58,13 +45,7 @@ func classify(op string, err error) error {
 	case errors.As(err, &sdk):
 		code, msg, status = tea.StringValue(sdk.Code), tea.StringValue(sdk.Message), tea.IntValue(sdk.StatusCode)
 	default:
-		var netErr net.Error
-		if errors.As(err, &netErr) {
-			ce.Kind, ce.Message = cloud.Retryable, sanitize("network error: "+netErr.Error())
-			return ce
-		}
-		ce.Kind, ce.Message = cloud.Permanent, sanitize(err.Error())
-		return ce
+		return false
 	}
 	ce.StatusCode = status
 	if retry != nil && *retry > 0 {
@@ -73,7 +54,7 @@ func classify(op string, err error) error {
 	if msg == "" {
 		msg = http.StatusText(status)
 	}
-	ce.Message = sanitize(strings.TrimPrefix(code+": "+msg, ": "))
+	ce.Message = cloud.Sanitize(strings.TrimPrefix(code+": "+msg, ": "))
 	lc := strings.ToLower(code)
 	switch {
 	case throttled || strings.HasPrefix(code, "Throttling") || status == http.StatusTooManyRequests:
@@ -90,7 +71,7 @@ func classify(op string, err error) error {
 	default:
 		ce.Kind = cloud.FromHTTPStatus(status)
 	}
-	return ce
+	return true
 }
 
 // dataMessage is the "message" of the error body, or the SDK's message
@@ -110,15 +91,4 @@ func dataMessage(data map[string]any, fallback *string) string {
 		s = s[:i]
 	}
 	return s
-}
-
-// The shared helpers of package cloud, under the names this file uses.
-var (
-	isTimeout       = cloud.IsTimeout
-	parseRetryAfter = cloud.ParseRetryAfter
-	sanitize        = cloud.Sanitize
-)
-
-func errorf(kind cloud.ErrorKind, op, format string, args ...any) *cloud.Error {
-	return &cloud.Error{Kind: kind, Provider: cloud.ACK, Op: op, Message: fmt.Sprintf(format, args...)}
 }

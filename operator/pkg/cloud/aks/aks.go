@@ -153,7 +153,7 @@ func New(o Options) (*Provider, error) {
 	if cred == nil {
 		var err error
 		if cred, err = azidentity.NewDefaultAzureCredential(nil); err != nil {
-			return nil, fmt.Errorf("building the default Azure credential: %s", sanitize(err.Error()))
+			return nil, fmt.Errorf("building the default Azure credential: %s", cloud.Sanitize(err.Error()))
 		}
 	}
 	opts := &arm.ClientOptions{DisableRPRegistration: true}
@@ -198,7 +198,7 @@ func (p *Provider) NodeSelector(_ context.Context, _ cloud.ClusterRef, group str
 
 func (p *Provider) clientsFor(op string, c cloud.ClusterRef) (*Clients, error) {
 	if c.SubscriptionID == "" || c.ResourceGroup == "" || c.Name == "" {
-		return nil, errorf(cloud.Permanent, op, "an AKS cluster needs a subscription, a resource group and a name; got subscription %q resource group %q name %q", c.SubscriptionID, c.ResourceGroup, c.Name)
+		return nil, cloud.Errorf(cloud.Permanent, cloud.AKS, op, "an AKS cluster needs a subscription, a resource group and a name; got subscription %q resource group %q name %q", c.SubscriptionID, c.ResourceGroup, c.Name)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -207,7 +207,7 @@ func (p *Provider) clientsFor(op string, c cloud.ClusterRef) (*Clients, error) {
 	}
 	cl, err := p.factory(c.SubscriptionID)
 	if err != nil {
-		return nil, errorf(cloud.Permanent, op, "building AKS clients: %s", sanitize(err.Error()))
+		return nil, cloud.Errorf(cloud.Permanent, cloud.AKS, op, "building AKS clients: %s", cloud.Sanitize(err.Error()))
 	}
 	p.clients[c.SubscriptionID] = cl
 	return cl, nil
@@ -238,13 +238,13 @@ func (o opID) String() string {
 func parseOpID(s string) (opID, error) {
 	var o opID
 	if err := json.Unmarshal([]byte(s), &o); err != nil || o.Target == "" {
-		return o, errorf(cloud.Permanent, "PollOperation", "malformed operation id")
+		return o, cloud.Errorf(cloud.Permanent, cloud.AKS, "PollOperation", "malformed operation id")
 	}
 	switch o.Kind {
 	case kindCluster, kindUpgrade, kindCreate, kindDelete:
 		return o, nil
 	}
-	return o, errorf(cloud.Permanent, "PollOperation", "unknown operation kind %q", o.Kind)
+	return o, cloud.Errorf(cloud.Permanent, cloud.AKS, "PollOperation", "unknown operation kind %q", o.Kind)
 }
 
 // resumeToken is the poller's resume token, or "" when the poller already
@@ -255,7 +255,7 @@ func resumeToken[T any](poller *runtime.Poller[T]) (string, error) {
 	}
 	tok, err := poller.ResumeToken()
 	if err != nil {
-		return "", errorf(cloud.Permanent, "", "reading the resume token: %v", err)
+		return "", cloud.Errorf(cloud.Permanent, cloud.AKS, "", "reading the resume token: %v", err)
 	}
 	return tok, nil
 }
@@ -335,14 +335,14 @@ func (p *Provider) StartControlPlaneUpgrade(ctx context.Context, c cloud.Cluster
 		}
 		mc := resp.ManagedCluster
 		if mc.Properties == nil {
-			return "", errorf(cloud.Retryable, op, "managed cluster %q has no properties", c.Name)
+			return "", cloud.Errorf(cloud.Retryable, cloud.AKS, op, "managed cluster %q has no properties", c.Name)
 		}
 		state := deref(mc.Properties.ProvisioningState)
 		if busy(state) {
 			if state == "Upgrading" && versionMatches(deref(mc.Properties.KubernetesVersion), version) {
 				return opID{Kind: kindCluster, Target: c.Name, Version: version}.String(), nil
 			}
-			return "", errorf(cloud.Retryable, op, "managed cluster %q is %s", c.Name, state)
+			return "", cloud.Errorf(cloud.Retryable, cloud.AKS, op, "managed cluster %q is %s", c.Name, state)
 		}
 		mc.Properties.KubernetesVersion = to(version)
 		mc.Properties.ProvisioningState, mc.Properties.CurrentKubernetesVersion, mc.Properties.PowerState = nil, nil, nil
@@ -409,7 +409,7 @@ func (p *Provider) StartNodeGroupUpgrade(ctx context.Context, c cloud.ClusterRef
 			if state == "Upgrading" && versionMatches(deref(ap.Properties.OrchestratorVersion), version) {
 				return opID{Kind: kindUpgrade, Target: group, Version: version}.String(), nil
 			}
-			return "", errorf(cloud.Retryable, op, "agent pool %q is %s", group, state)
+			return "", cloud.Errorf(cloud.Retryable, cloud.AKS, op, "agent pool %q is %s", group, state)
 		}
 		ap.Properties.OrchestratorVersion = to(version)
 		clearReadOnly(ap.Properties)
@@ -433,7 +433,7 @@ func (p *Provider) StartCreateNodeGroup(ctx context.Context, c cloud.ClusterRef,
 	return p.start(c, kindCreate, g.Name, token, func() (string, error) {
 		const op = "AgentPools.CreateOrUpdate"
 		if !validPoolName.MatchString(g.Name) {
-			return "", errorf(cloud.Permanent, op, "AKS agent pool names are 1-12 lowercase letters and digits, starting with a letter: %q", g.Name)
+			return "", cloud.Errorf(cloud.Permanent, cloud.AKS, op, "AKS agent pool names are 1-12 lowercase letters and digits, starting with a letter: %q", g.Name)
 		}
 		cl, err := p.clientsFor(op, c)
 		if err != nil {
@@ -445,7 +445,7 @@ func (p *Provider) StartCreateNodeGroup(ctx context.Context, c cloud.ClusterRef,
 			if token != "" && deref(existing.Properties.Tags[TokenTag]) == token {
 				return opID{Kind: kindCreate, Target: g.Name, Version: g.Version}.String(), nil
 			}
-			return "", errorf(cloud.Permanent, op, "agent pool %q already exists", g.Name)
+			return "", cloud.Errorf(cloud.Permanent, cloud.AKS, op, "agent pool %q already exists", g.Name)
 		case !cloud.IsNotFound(err):
 			return "", err
 		}
@@ -504,11 +504,11 @@ func (p *Provider) StartDeleteNodeGroup(ctx context.Context, c cloud.ClusterRef,
 }
 
 func (p *Provider) ListAddons(context.Context, cloud.ClusterRef) ([]cloud.Addon, error) {
-	return nil, errorf(cloud.Unsupported, "ListAddons", "AKS add-ons are cluster features upgraded with the cluster, not versioned components")
+	return nil, cloud.Errorf(cloud.Unsupported, cloud.AKS, "ListAddons", "AKS add-ons are cluster features upgraded with the cluster, not versioned components")
 }
 
 func (p *Provider) StartAddonUpdate(context.Context, cloud.ClusterRef, cloud.AddonUpdate, string) (string, error) {
-	return "", errorf(cloud.Unsupported, "StartAddonUpdate", "AKS add-ons are cluster features upgraded with the cluster, not versioned components")
+	return "", cloud.Errorf(cloud.Unsupported, cloud.AKS, "StartAddonUpdate", "AKS add-ons are cluster features upgraded with the cluster, not versioned components")
 }
 
 func (p *Provider) PollOperation(ctx context.Context, c cloud.ClusterRef, id string) (*cloud.OperationStatus, error) {
@@ -528,21 +528,21 @@ func (p *Provider) PollOperation(ctx context.Context, c cloud.ClusterRef, id str
 		poller, err := cl.ManagedClusters.BeginCreateOrUpdate(ctx, c.ResourceGroup, c.Name, armcontainerservice.ManagedCluster{},
 			&armcontainerservice.ManagedClustersClientBeginCreateOrUpdateOptions{ResumeToken: o.ResumeToken})
 		if err != nil {
-			return nil, errorf(cloud.Permanent, "PollOperation", "resuming the operation: %s", sanitize(err.Error()))
+			return nil, cloud.Errorf(cloud.Permanent, cloud.AKS, "PollOperation", "resuming the operation: %s", cloud.Sanitize(err.Error()))
 		}
 		return pollOnce(ctx, poller, p.pollInterval)
 	case kindUpgrade, kindCreate:
 		poller, err := cl.AgentPools.BeginCreateOrUpdate(ctx, c.ResourceGroup, c.Name, o.Target, armcontainerservice.AgentPool{},
 			&armcontainerservice.AgentPoolsClientBeginCreateOrUpdateOptions{ResumeToken: o.ResumeToken})
 		if err != nil {
-			return nil, errorf(cloud.Permanent, "PollOperation", "resuming the operation: %s", sanitize(err.Error()))
+			return nil, cloud.Errorf(cloud.Permanent, cloud.AKS, "PollOperation", "resuming the operation: %s", cloud.Sanitize(err.Error()))
 		}
 		return pollOnce(ctx, poller, p.pollInterval)
 	default:
 		poller, err := cl.AgentPools.BeginDelete(ctx, c.ResourceGroup, c.Name, o.Target,
 			&armcontainerservice.AgentPoolsClientBeginDeleteOptions{ResumeToken: o.ResumeToken})
 		if err != nil {
-			return nil, errorf(cloud.Permanent, "PollOperation", "resuming the operation: %s", sanitize(err.Error()))
+			return nil, cloud.Errorf(cloud.Permanent, cloud.AKS, "PollOperation", "resuming the operation: %s", cloud.Sanitize(err.Error()))
 		}
 		return pollOnce(ctx, poller, p.pollInterval)
 	}
@@ -559,7 +559,7 @@ func pollOnce[T any](ctx context.Context, poller *runtime.Poller[T], interval ti
 		if !poller.Done() {
 			st := &cloud.OperationStatus{State: cloud.OperationRunning, RetryAfter: interval}
 			if resp != nil {
-				if d := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
+				if d := cloud.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
 					st.RetryAfter = d
 				}
 			}
@@ -572,7 +572,7 @@ func pollOnce[T any](ctx context.Context, poller *runtime.Poller[T], interval ti
 			// The operation itself failed: ARM answered the status
 			// request with {"status": "Failed", "error": {...}}.
 			code, msg := armError(re)
-			return &cloud.OperationStatus{State: cloud.OperationFailed, Message: sanitize(strings.TrimPrefix(code+": "+msg, ": "))}, nil
+			return &cloud.OperationStatus{State: cloud.OperationFailed, Message: cloud.Sanitize(strings.TrimPrefix(code+": "+msg, ": "))}, nil
 		}
 		cerr := classify("PollOperation", err)
 		if cloud.IsRetryable(cerr) {
@@ -677,11 +677,11 @@ func clearReadOnly(pr *armcontainerservice.ManagedClusterAgentPoolProfilePropert
 func cloneProperties(in *armcontainerservice.ManagedClusterAgentPoolProfileProperties) (*armcontainerservice.ManagedClusterAgentPoolProfileProperties, error) {
 	raw, err := json.Marshal(in)
 	if err != nil {
-		return nil, errorf(cloud.Permanent, "AgentPools.CreateOrUpdate", "copying the source pool: %v", err)
+		return nil, cloud.Errorf(cloud.Permanent, cloud.AKS, "AgentPools.CreateOrUpdate", "copying the source pool: %v", err)
 	}
 	out := &armcontainerservice.ManagedClusterAgentPoolProfileProperties{}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return nil, errorf(cloud.Permanent, "AgentPools.CreateOrUpdate", "copying the source pool: %v", err)
+		return nil, cloud.Errorf(cloud.Permanent, cloud.AKS, "AgentPools.CreateOrUpdate", "copying the source pool: %v", err)
 	}
 	clearReadOnly(out)
 	out.CreationData = nil
@@ -767,7 +767,7 @@ func applyGroup(pr *armcontainerservice.ManagedClusterAgentPoolProfileProperties
 		if v := x[key]; v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return errorf(cloud.Permanent, op, "invalid %s %q", key, v)
+				return cloud.Errorf(cloud.Permanent, cloud.AKS, op, "invalid %s %q", key, v)
 			}
 			*dst = to(int32(n))
 		}
@@ -791,7 +791,7 @@ func applyGroup(pr *armcontainerservice.ManagedClusterAgentPoolProfileProperties
 	case 1:
 		pr.VMSize = to(g.InstanceTypes[0])
 	default:
-		return errorf(cloud.Permanent, op, "an AKS agent pool has one VM size, got %v", g.InstanceTypes)
+		return cloud.Errorf(cloud.Permanent, cloud.AKS, op, "an AKS agent pool has one VM size, got %v", g.InstanceTypes)
 	}
 	pr.Count = to(g.DesiredSize)
 	if deref(pr.EnableAutoScaling) {
@@ -840,7 +840,7 @@ func formatTaint(t cloud.Taint) (string, error) {
 	switch t.Effect {
 	case "NoSchedule", "NoExecute", "PreferNoSchedule":
 	default:
-		return "", errorf(cloud.Permanent, "AgentPools.CreateOrUpdate", "unknown taint effect %q", t.Effect)
+		return "", cloud.Errorf(cloud.Permanent, cloud.AKS, "AgentPools.CreateOrUpdate", "unknown taint effect %q", t.Effect)
 	}
 	if t.Value == "" {
 		return t.Key + ":" + t.Effect, nil

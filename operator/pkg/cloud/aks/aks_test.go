@@ -15,6 +15,7 @@ import (
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/aks"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/aks/akstest"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/cloudtest"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/conformance"
 )
 
@@ -78,14 +79,8 @@ func TestConformance(t *testing.T) {
 			seed(srv)
 			return newProvider(t, srv), ref
 		},
-		Fresh: func(t *testing.T) cloud.Provider { return newProvider(t, srv) },
-		Inject: func(kind string, n int, permanent bool) {
-			f := akstest.Throttle
-			if permanent {
-				f = akstest.Permanent
-			}
-			srv.Inject(actions[kind], n, f)
-		},
+		Fresh:     func(t *testing.T) cloud.Provider { return newProvider(t, srv) },
+		Inject:    func(kind string, n int, permanent bool) { srv.Inject(actions[kind], n, cloudtest.FaultFor(permanent)) },
 		PollLimit: 20,
 	})
 }
@@ -98,17 +93,7 @@ func start(t *testing.T) (*akstest.Server, *aks.Provider) {
 
 func waitDone(t *testing.T, p cloud.Provider, id string) *cloud.OperationStatus {
 	t.Helper()
-	for i := 0; i < 20; i++ {
-		st, err := p.PollOperation(context.Background(), ref, id)
-		if err != nil {
-			t.Fatalf("poll %s: %v", id, err)
-		}
-		if st.State != cloud.OperationRunning {
-			return st
-		}
-	}
-	t.Fatalf("operation %s still running", id)
-	return nil
+	return conformance.Poll(t, p, ref, id, 20)
 }
 
 func TestOperationIDsCarryTheResumeToken(t *testing.T) {

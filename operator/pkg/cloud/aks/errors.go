@@ -1,11 +1,9 @@
 package aks
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -16,52 +14,36 @@ import (
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
 
-// classify turns an SDK error into a *cloud.Error: 429, 5xx, timeouts and
-// network failures are retryable (with ARM's Retry-After), and so are 412
-// (the resource changed since it was read: read it again) and 409 "another
-// operation is in progress"; 404 is NotFound; other 4xx are permanent. The
-// message is ARM's error code and message only, never the request URL.
+// classify turns an SDK error into a *cloud.Error (cloud.Classify, with
+// the ARM part in classifyARM).
 func classify(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var already *cloud.Error
-	if errors.As(err, &already) {
-		return err
-	}
-	ce := &cloud.Error{Provider: cloud.AKS, Op: op}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		ce.Kind, ce.Timeout, ce.Message = cloud.Retryable, true, "request timed out"
-		return ce
-	case errors.Is(err, context.Canceled):
-		ce.Kind, ce.Message = cloud.Retryable, "request cancelled"
-		return ce
-	}
+	return cloud.Classify(cloud.AKS, op, err, classifyARM)
+}
+
+// classifyARM: 429 and 5xx are retryable (with ARM's Retry-After), and so
+// are 412 (the resource changed since it was read: read it again) and 409
+// "another operation is in progress"; 404 is NotFound; other 4xx are
+// permanent. The message is ARM's error code and message only, never the
+// request URL.
+func classifyARM(err error, ce *cloud.Error) bool {
 	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		ce.StatusCode = re.StatusCode
-		ce.Kind = cloud.FromHTTPStatus(re.StatusCode)
-		code, msg := armError(re)
-		ce.Message = sanitize(strings.TrimPrefix(code+": "+msg, ": "))
-		if re.RawResponse != nil {
-			ce.RetryAfter = parseRetryAfter(re.RawResponse.Header.Get("Retry-After"), time.Now())
-		}
-		switch {
-		case re.StatusCode == http.StatusPreconditionFailed:
-			ce.Kind = cloud.Retryable
-		case re.StatusCode == http.StatusConflict && inProgress(msg):
-			ce.Kind = cloud.Retryable
-		}
-		return ce
+	if !errors.As(err, &re) {
+		return false
 	}
-	var netErr net.Error
-	if errors.As(err, &netErr) {
-		ce.Kind, ce.Message = cloud.Retryable, sanitize("network error: "+netErr.Error())
-		return ce
+	ce.StatusCode = re.StatusCode
+	ce.Kind = cloud.FromHTTPStatus(re.StatusCode)
+	code, msg := armError(re)
+	ce.Message = cloud.Sanitize(strings.TrimPrefix(code+": "+msg, ": "))
+	if re.RawResponse != nil {
+		ce.RetryAfter = cloud.ParseRetryAfter(re.RawResponse.Header.Get("Retry-After"), time.Now())
 	}
-	ce.Kind, ce.Message = cloud.Permanent, sanitize(err.Error())
-	return ce
+	switch {
+	case re.StatusCode == http.StatusPreconditionFailed:
+		ce.Kind = cloud.Retryable
+	case re.StatusCode == http.StatusConflict && inProgress(msg):
+		ce.Kind = cloud.Retryable
+	}
+	return true
 }
 
 // armError reads the ARM error body ({"error": {"code", "message"}}).
@@ -103,15 +85,4 @@ func armError(re *azcore.ResponseError) (code, msg string) {
 func inProgress(msg string) bool {
 	m := strings.ToLower(msg)
 	return strings.Contains(m, "in progress") || strings.Contains(m, "another operation")
-}
-
-// The shared helpers of package cloud, under the names this file uses.
-var (
-	isTimeout       = cloud.IsTimeout
-	parseRetryAfter = cloud.ParseRetryAfter
-	sanitize        = cloud.Sanitize
-)
-
-func errorf(kind cloud.ErrorKind, op, format string, args ...any) *cloud.Error {
-	return &cloud.Error{Kind: kind, Provider: cloud.AKS, Op: op, Message: fmt.Sprintf(format, args...)}
 }

@@ -8,6 +8,7 @@ package conformance
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -158,7 +159,7 @@ func Run(t *testing.T, h Harness) {
 		if n == nil {
 			t.Fatalf("created group missing from %v", names(groups))
 		}
-		if n.DesiredSize != old.DesiredSize || !equal(n.InstanceTypes, old.InstanceTypes) || !sameMinor(n.Version, fx.TargetVersion) {
+		if n.DesiredSize != old.DesiredSize || !slices.Equal(n.InstanceTypes, old.InstanceTypes) || !sameMinor(n.Version, fx.TargetVersion) {
 			t.Fatalf("clone %+v differs from %+v", n, old)
 		}
 		for k, v := range old.Labels {
@@ -197,7 +198,7 @@ func Run(t *testing.T, h Harness) {
 				a = &addons[i]
 			}
 		}
-		if a == nil || a.Version != fx.AddonFrom || !containsStr(a.AvailableVersions, fx.AddonTo) {
+		if a == nil || a.Version != fx.AddonFrom || !slices.Contains(a.AvailableVersions, fx.AddonTo) {
 			t.Fatalf("addon %s: %+v", fx.Addon, a)
 		}
 		id, err := p.StartAddonUpdate(ctx, ref, cloud.AddonUpdate{Name: fx.Addon, Version: fx.AddonTo, ResolveConflicts: "PRESERVE"}, "tok-addon")
@@ -280,6 +281,24 @@ func waitDone(t *testing.T, h Harness, p cloud.Provider, ref cloud.ClusterRef, i
 	t.Fatalf("operation %s not done after %d polls", id, h.PollLimit)
 }
 
+// Poll polls operation id until it is no longer running and returns its
+// final status; it fails the test on a failed poll or when the operation
+// still runs after limit polls. Provider tests use it for their own cases.
+func Poll(t *testing.T, p cloud.Provider, ref cloud.ClusterRef, id string, limit int) *cloud.OperationStatus {
+	t.Helper()
+	for range limit {
+		st, err := p.PollOperation(context.Background(), ref, id)
+		if err != nil {
+			t.Fatalf("poll %s: %v", id, err)
+		}
+		if st.State != cloud.OperationRunning {
+			return st
+		}
+	}
+	t.Fatalf("operation %s still running after %d polls", id, limit)
+	return nil
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
@@ -304,45 +323,10 @@ func names(groups []cloud.NodeGroup) []string {
 	return out
 }
 
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func containsStr(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// sameMinor compares major.minor, ignoring "v", patch and suffixes.
-func sameMinor(a, b string) bool { return majorMinor(a) == majorMinor(b) }
-
-func majorMinor(v string) string {
-	if len(v) > 0 && v[0] == 'v' {
-		v = v[1:]
-	}
-	dots := 0
-	for i, c := range v {
-		if c == '.' {
-			dots++
-			if dots == 2 {
-				return v[:i]
-			}
-		}
-		if c == '-' || c == '+' {
-			return v[:i]
-		}
-	}
-	return v
+// sameMinor compares major.minor (cloud.MajorMinor), ignoring "v", patch
+// and suffixes.
+func sameMinor(a, b string) bool {
+	am, an, okA := cloud.MajorMinor(a)
+	bm, bn, okB := cloud.MajorMinor(b)
+	return okA && okB && am == bm && an == bn
 }

@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
 	"strconv"
@@ -130,7 +131,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, loaders...)
 	if err != nil {
-		return nil, fmt.Errorf("loading AWS configuration: %s", sanitize(err.Error()))
+		return nil, fmt.Errorf("loading AWS configuration: %s", cloud.Sanitize(err.Error()))
 	}
 	p.api = eks.NewFromConfig(cfg, func(eo *eks.Options) {
 		if o.Endpoint != "" {
@@ -433,7 +434,7 @@ func (p *Provider) updateStatus(u *types.Update) *cloud.OperationStatus {
 		if len(msgs) > 0 {
 			msg += ": " + strings.Join(msgs, "; ")
 		}
-		return &cloud.OperationStatus{State: cloud.OperationFailed, Message: sanitize(msg)}
+		return &cloud.OperationStatus{State: cloud.OperationFailed, Message: cloud.Sanitize(msg)}
 	default:
 		return &cloud.OperationStatus{State: cloud.OperationRunning, RetryAfter: p.pollInterval}
 	}
@@ -513,7 +514,7 @@ func fromNodegroup(ng *types.Nodegroup) cloud.NodeGroup {
 		Version:       aws.ToString(ng.Version),
 		Status:        string(ng.Status),
 		InstanceTypes: append([]string(nil), ng.InstanceTypes...),
-		Labels:        copyMap(ng.Labels),
+		Labels:        maps.Clone(ng.Labels),
 		Extra:         map[string]string{ExtraSource: aws.ToString(ng.NodegroupName)},
 	}
 	if s := ng.ScalingConfig; s != nil {
@@ -553,7 +554,7 @@ func copyCloneable(in *eks.CreateNodegroupInput, old *types.Nodegroup) {
 	in.RemoteAccess = old.RemoteAccess
 	in.UpdateConfig = old.UpdateConfig
 	in.NodeRepairConfig = old.NodeRepairConfig
-	in.Tags = copyMap(old.Tags)
+	in.Tags = maps.Clone(old.Tags)
 	if lt := old.LaunchTemplate; lt != nil {
 		// Reference the template by id only: EKS rejects id and name together.
 		in.LaunchTemplate = &types.LaunchTemplateSpecification{Id: lt.Id, Version: lt.Version}
@@ -616,7 +617,7 @@ func applyGroup(in *eks.CreateNodegroupInput, g cloud.NodeGroup) error {
 	if len(g.InstanceTypes) > 0 {
 		in.InstanceTypes = append([]string(nil), g.InstanceTypes...)
 	}
-	in.Labels = copyMap(g.Labels)
+	in.Labels = maps.Clone(g.Labels)
 	in.Taints = nil
 	for _, t := range g.Taints {
 		eff, err := effectFromK8s(t.Effect)
@@ -668,7 +669,7 @@ func healthIssues(ng *types.Nodegroup) string {
 	for _, i := range ng.Health.Issues {
 		msgs = append(msgs, string(i.Code)+": "+aws.ToString(i.Message))
 	}
-	return ": " + sanitize(strings.Join(msgs, "; "))
+	return ": " + cloud.Sanitize(strings.Join(msgs, "; "))
 }
 
 func splitList(s string) []string {
@@ -686,17 +687,6 @@ func optString(s string) *string {
 		return nil
 	}
 	return aws.String(s)
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // AddonVersionsFor lists the versions of addon EKS reports compatible with

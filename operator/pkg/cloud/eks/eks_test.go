@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/cloudtest"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/conformance"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/eks"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/eks/ekstest"
@@ -87,14 +88,8 @@ func TestConformance(t *testing.T) {
 			seed(srv)
 			return newProvider(t, srv), ref
 		},
-		Fresh: func(t *testing.T) cloud.Provider { return newProvider(t, srv) },
-		Inject: func(kind string, n int, permanent bool) {
-			f := ekstest.Throttle
-			if permanent {
-				f = ekstest.Permanent
-			}
-			srv.Inject(actions[kind], n, f)
-		},
+		Fresh:     func(t *testing.T) cloud.Provider { return newProvider(t, srv) },
+		Inject:    func(kind string, n int, permanent bool) { srv.Inject(actions[kind], n, cloudtest.FaultFor(permanent)) },
 		PollLimit: 20,
 	})
 }
@@ -107,17 +102,7 @@ func start(t *testing.T) (*ekstest.Server, *eks.Provider) {
 
 func waitDone(t *testing.T, p cloud.Provider, id string) *cloud.OperationStatus {
 	t.Helper()
-	for i := 0; i < 20; i++ {
-		st, err := p.PollOperation(context.Background(), ref, id)
-		if err != nil {
-			t.Fatalf("poll %s: %v", id, err)
-		}
-		if st.State != cloud.OperationRunning {
-			return st
-		}
-	}
-	t.Fatalf("operation %s still running", id)
-	return nil
+	return conformance.Poll(t, p, ref, id, 20)
 }
 
 func TestErrorClassification(t *testing.T) {

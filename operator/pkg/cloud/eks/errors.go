@@ -1,10 +1,8 @@
 package eks
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -28,44 +26,29 @@ var throttleCodes = map[string]bool{
 	"SlowDown":                               true,
 }
 
-// classify turns an SDK error into a *cloud.Error: throttling, 5xx,
-// timeouts and network failures are retryable (with the cloud's
-// Retry-After), 404 / ResourceNotFoundException is NotFound, other 4xx are
-// permanent. The message is the AWS error code and message only (never the
-// request URL or headers), sanitised.
+// classify turns an SDK error into a *cloud.Error (cloud.Classify, with
+// the AWS part in classifyAWS).
 func classify(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var already *cloud.Error
-	if errors.As(err, &already) {
-		return err
-	}
-	ce := &cloud.Error{Provider: cloud.EKS, Op: op}
+	return cloud.Classify(cloud.EKS, op, err, classifyAWS)
+}
 
+// classifyAWS: throttling codes, ServerException and
+// ServiceUnavailableException, 429 and 5xx are retryable (with the
+// cloud's Retry-After), 404 / ResourceNotFoundException / NotFoundException
+// is NotFound, other 4xx are permanent. The message is the AWS error code
+// and message only (never the request URL or headers), sanitised.
+func classifyAWS(err error, ce *cloud.Error) bool {
 	var re *awshttp.ResponseError
 	if errors.As(err, &re) {
 		ce.StatusCode = re.HTTPStatusCode()
 		if re.Response != nil {
-			ce.RetryAfter = parseRetryAfter(re.Response.Header.Get("Retry-After"), time.Now())
+			ce.RetryAfter = cloud.ParseRetryAfter(re.Response.Header.Get("Retry-After"), time.Now())
 		}
 	}
 	var apiErr smithy.APIError
-	hasAPI := errors.As(err, &apiErr)
-
-	switch {
-	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		ce.Kind, ce.Timeout = cloud.Retryable, true
-		ce.Message = "request timed out"
-		return ce
-	case errors.Is(err, context.Canceled):
-		ce.Kind, ce.Message = cloud.Retryable, "request cancelled"
-		return ce
-	}
-
-	if hasAPI {
+	if errors.As(err, &apiErr) {
 		code := apiErr.ErrorCode()
-		ce.Message = sanitize(code + ": " + apiErr.ErrorMessage())
+		ce.Message = cloud.Sanitize(code + ": " + apiErr.ErrorMessage())
 		var nf *types.ResourceNotFoundException
 		var nf2 *types.NotFoundException
 		var se *types.ServerException
@@ -84,32 +67,12 @@ func classify(op string, err error) error {
 		default:
 			ce.Kind = cloud.Permanent
 		}
-		return ce
+		return true
 	}
 	if ce.StatusCode != 0 {
 		ce.Kind = cloud.FromHTTPStatus(ce.StatusCode)
-		ce.Message = sanitize(fmt.Sprintf("HTTP %d %s", ce.StatusCode, http.StatusText(ce.StatusCode)))
-		return ce
+		ce.Message = cloud.Sanitize(fmt.Sprintf("HTTP %d %s", ce.StatusCode, http.StatusText(ce.StatusCode)))
+		return true
 	}
-	// No HTTP response at all: the endpoint was unreachable, a transient
-	// condition from the operator's point of view.
-	var netErr net.Error
-	if errors.As(err, &netErr) {
-		ce.Kind, ce.Message = cloud.Retryable, sanitize("network error: "+netErr.Error())
-		return ce
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) {
-		ce.Kind, ce.Message = cloud.Retryable, sanitize("network error: "+opErr.Error())
-		return ce
-	}
-	ce.Kind, ce.Message = cloud.Permanent, sanitize(err.Error())
-	return ce
+	return false
 }
-
-// The shared helpers of package cloud, under the names this file uses.
-var (
-	isTimeout       = cloud.IsTimeout
-	parseRetryAfter = cloud.ParseRetryAfter
-	sanitize        = cloud.Sanitize
-)

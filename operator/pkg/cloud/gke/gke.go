@@ -20,6 +20,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"sort"
@@ -178,7 +179,7 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	opts = append(opts, o.ClientOptions...)
 	svc, err := container.NewService(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("building the GKE client: %s", sanitize(err.Error()))
+		return nil, fmt.Errorf("building the GKE client: %s", cloud.Sanitize(err.Error()))
 	}
 	p.api = NewAPI(svc)
 	return p, nil
@@ -222,7 +223,7 @@ func poolName(c cloud.ClusterRef, pool string) string {
 
 func checkRef(op string, c cloud.ClusterRef) error {
 	if c.Project == "" || c.Region == "" || c.Name == "" {
-		return errorf(cloud.Permanent, op, "a GKE cluster needs a project, a location (region or zone) and a name; got project %q location %q name %q", c.Project, c.Region, c.Name)
+		return cloud.Errorf(cloud.Permanent, cloud.GKE, op, "a GKE cluster needs a project, a location (region or zone) and a name; got project %q location %q name %q", c.Project, c.Region, c.Name)
 	}
 	return nil
 }
@@ -317,7 +318,7 @@ func (p *Provider) StartCreateNodeGroup(ctx context.Context, c cloud.ClusterRef,
 		if done != nil {
 			return done.Name, nil
 		}
-		return "", errorf(cloud.Permanent, "CreateNodePool", "node pool %q already exists", g.Name)
+		return "", cloud.Errorf(cloud.Permanent, cloud.GKE, "CreateNodePool", "node pool %q already exists", g.Name)
 	} else if cerr := classify("GetNodePool", err); !cloud.IsNotFound(cerr) {
 		return "", cerr
 	}
@@ -359,11 +360,11 @@ func (p *Provider) StartDeleteNodeGroup(ctx context.Context, c cloud.ClusterRef,
 }
 
 func (p *Provider) ListAddons(context.Context, cloud.ClusterRef) ([]cloud.Addon, error) {
-	return nil, errorf(cloud.Unsupported, "ListAddons", "GKE has no versioned cluster addons: its add-ons are cluster features managed with the cluster version")
+	return nil, cloud.Errorf(cloud.Unsupported, cloud.GKE, "ListAddons", "GKE has no versioned cluster addons: its add-ons are cluster features managed with the cluster version")
 }
 
 func (p *Provider) StartAddonUpdate(context.Context, cloud.ClusterRef, cloud.AddonUpdate, string) (string, error) {
-	return "", errorf(cloud.Unsupported, "StartAddonUpdate", "GKE has no versioned cluster addons: its add-ons are cluster features managed with the cluster version")
+	return "", cloud.Errorf(cloud.Unsupported, cloud.GKE, "StartAddonUpdate", "GKE has no versioned cluster addons: its add-ons are cluster features managed with the cluster version")
 }
 
 func (p *Provider) PollOperation(ctx context.Context, c cloud.ClusterRef, opID string) (*cloud.OperationStatus, error) {
@@ -371,12 +372,12 @@ func (p *Provider) PollOperation(ctx context.Context, c cloud.ClusterRef, opID s
 		return nil, err
 	}
 	if opID == "" || strings.ContainsAny(opID, " ?#") {
-		return nil, errorf(cloud.Permanent, "GetOperation", "malformed operation id %q", opID)
+		return nil, cloud.Errorf(cloud.Permanent, cloud.GKE, "GetOperation", "malformed operation id %q", opID)
 	}
 	name := opID
 	if !strings.HasPrefix(name, "projects/") {
 		if strings.Contains(name, "/") {
-			return nil, errorf(cloud.Permanent, "GetOperation", "malformed operation id %q", opID)
+			return nil, cloud.Errorf(cloud.Permanent, cloud.GKE, "GetOperation", "malformed operation id %q", opID)
 		}
 		name = locationName(c) + "/operations/" + opID
 	}
@@ -392,7 +393,7 @@ func (p *Provider) status(op *container.Operation) *cloud.OperationStatus {
 		return &cloud.OperationStatus{State: cloud.OperationRunning, RetryAfter: p.pollInterval}
 	}
 	if op.Error != nil && (op.Error.Code != 0 || op.Error.Message != "") {
-		return &cloud.OperationStatus{State: cloud.OperationFailed, Message: sanitize(fmt.Sprintf("%s %s failed: %s", op.OperationType, op.Name, op.Error.Message))}
+		return &cloud.OperationStatus{State: cloud.OperationFailed, Message: cloud.Sanitize(fmt.Sprintf("%s %s failed: %s", op.OperationType, op.Name, op.Error.Message))}
 	}
 	return &cloud.OperationStatus{State: cloud.OperationSucceeded}
 }
@@ -440,7 +441,7 @@ func opName(op *container.Operation) string {
 
 func operationID(op *container.Operation) (string, error) {
 	if op == nil || op.Name == "" {
-		return "", errorf(cloud.Retryable, "", "GKE returned no operation")
+		return "", cloud.Errorf(cloud.Retryable, cloud.GKE, "", "GKE returned no operation")
 	}
 	return op.Name, nil
 }
@@ -483,7 +484,7 @@ func fromPool(np *container.NodePool) cloud.NodeGroup {
 		if cfg.MachineType != "" {
 			g.InstanceTypes = []string{cfg.MachineType}
 		}
-		g.Labels = copyMap(cfg.Labels)
+		g.Labels = maps.Clone(cfg.Labels)
 		for _, t := range cfg.Taints {
 			g.Taints = append(g.Taints, cloud.Taint{Key: t.Key, Value: t.Value, Effect: effectToK8s(t.Effect)})
 		}
@@ -513,7 +514,7 @@ func copyPool(pool, old *container.NodePool) error {
 	if old.Config != nil {
 		pool.Config = &container.NodeConfig{}
 		if err := clone(old.Config, pool.Config); err != nil {
-			return errorf(cloud.Permanent, "CreateNodePool", "copying the node config of %q: %v", old.Name, err)
+			return cloud.Errorf(cloud.Permanent, cloud.GKE, "CreateNodePool", "copying the node config of %q: %v", old.Name, err)
 		}
 	}
 	pool.Locations = append([]string(nil), old.Locations...)
@@ -542,7 +543,7 @@ func applyGroup(pool *container.NodePool, g cloud.NodeGroup) error {
 	if v := x[ExtraDiskSizeGB]; v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return errorf(cloud.Permanent, "CreateNodePool", "invalid %s %q", ExtraDiskSizeGB, v)
+			return cloud.Errorf(cloud.Permanent, cloud.GKE, "CreateNodePool", "invalid %s %q", ExtraDiskSizeGB, v)
 		}
 		cfg.DiskSizeGb = n
 	}
@@ -563,9 +564,9 @@ func applyGroup(pool *container.NodePool, g cloud.NodeGroup) error {
 	case 1:
 		cfg.MachineType = g.InstanceTypes[0]
 	default:
-		return errorf(cloud.Permanent, "CreateNodePool", "a GKE node pool has one machine type, got %v", g.InstanceTypes)
+		return cloud.Errorf(cloud.Permanent, cloud.GKE, "CreateNodePool", "a GKE node pool has one machine type, got %v", g.InstanceTypes)
 	}
-	cfg.Labels = copyMap(g.Labels)
+	cfg.Labels = maps.Clone(g.Labels)
 	cfg.Taints = nil
 	for _, t := range g.Taints {
 		eff, err := effectFromK8s(t.Effect)
@@ -615,7 +616,7 @@ func effectFromK8s(e string) (string, error) {
 	case "PreferNoSchedule", "PREFER_NO_SCHEDULE":
 		return "PREFER_NO_SCHEDULE", nil
 	}
-	return "", errorf(cloud.Permanent, "CreateNodePool", "unknown taint effect %q", e)
+	return "", cloud.Errorf(cloud.Permanent, cloud.GKE, "CreateNodePool", "unknown taint effect %q", e)
 }
 
 func splitList(s string) []string {
@@ -624,17 +625,6 @@ func splitList(s string) []string {
 		if x = strings.TrimSpace(x); x != "" {
 			out = append(out, x)
 		}
-	}
-	return out
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
 	}
 	return out
 }

@@ -11,6 +11,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -228,7 +230,7 @@ func (p *Provider) ListNodeGroups(ctx context.Context, c cloud.ClusterRef) ([]cl
 			Name: name, Version: ng.Version, Status: ng.Status,
 			DesiredSize: ng.Size, MinSize: ng.Size, MaxSize: ng.Size,
 			InstanceTypes: append([]string(nil), ng.InstanceTypes...),
-			Labels:        copyMap(ng.Labels), Taints: append([]cloud.Taint(nil), ng.Taints...),
+			Labels:        maps.Clone(ng.Labels), Taints: append([]cloud.Taint(nil), ng.Taints...),
 		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -319,12 +321,12 @@ func (p *Provider) StartNodeGroupUpgrade(ctx context.Context, c cloud.ClusterRef
 }
 
 func (p *Provider) StartCreateNodeGroup(ctx context.Context, c cloud.ClusterRef, g cloud.NodeGroup, token string) (string, error) {
-	spec := &NodeGroupSpec{Name: g.Name, Version: g.Version, Size: g.DesiredSize, InstanceTypes: g.InstanceTypes, Labels: copyMap(g.Labels), Taints: g.Taints}
+	spec := &NodeGroupSpec{Name: g.Name, Version: g.Version, Size: g.DesiredSize, InstanceTypes: g.InstanceTypes, Labels: maps.Clone(g.Labels), Taints: g.Taints}
 	return p.start(ctx, OpStartCreateNodeGroup, c, "nodegroup/"+g.Name, token, func(st *ClusterState) error {
 		if _, ok := st.NodeGroups[g.Name]; ok {
 			return &cloud.Error{Kind: cloud.Permanent, Provider: cloud.Mock, Op: OpStartCreateNodeGroup, Message: fmt.Sprintf("node group %q already exists", g.Name), StatusCode: 409}
 		}
-		st.NodeGroups[g.Name] = &NodeGroupState{Version: g.Version, Status: "CREATING", Size: g.DesiredSize, InstanceTypes: g.InstanceTypes, Labels: copyMap(g.Labels), Taints: g.Taints}
+		st.NodeGroups[g.Name] = &NodeGroupState{Version: g.Version, Status: "CREATING", Size: g.DesiredSize, InstanceTypes: g.InstanceTypes, Labels: maps.Clone(g.Labels), Taints: g.Taints}
 		return nil
 	}, Operation{Version: g.Version, Group: spec})
 }
@@ -349,7 +351,7 @@ func (p *Provider) StartAddonUpdate(ctx context.Context, c cloud.ClusterRef, u c
 		if !ok {
 			return &cloud.Error{Kind: cloud.NotFound, Provider: cloud.Mock, Op: OpStartAddonUpdate, Message: fmt.Sprintf("addon %q not found", u.Name), StatusCode: 404}
 		}
-		if !contains(a.AvailableVersions, u.Version) {
+		if !slices.Contains(a.AvailableVersions, u.Version) {
 			return &cloud.Error{Kind: cloud.Permanent, Provider: cloud.Mock, Op: OpStartAddonUpdate, Message: fmt.Sprintf("addon %q has no version %q (available: %s)", u.Name, u.Version, strings.Join(a.AvailableVersions, ", ")), StatusCode: 400}
 		}
 		return busy(st, "addon/"+u.Name)
@@ -441,24 +443,4 @@ func (p *Provider) nodeEffect(st *ClusterState, op *Operation) func(context.Cont
 		return func(ctx context.Context) error { return p.deleteNodes(ctx, cluster, name) }
 	}
 	return nil
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package mock
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,7 +32,7 @@ func nodeName(cluster, group string, i int32) string {
 // its taints, and reporting its version. Idempotent.
 func (p *Provider) ensureNodes(ctx context.Context, cluster, group string, ng *NodeGroupState) error {
 	for i := int32(0); i < ng.Size; i++ {
-		labels := copyMap(ng.Labels)
+		labels := maps.Clone(ng.Labels)
 		if labels == nil {
 			labels = map[string]string{}
 		}

@@ -11,6 +11,7 @@
 package acktest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -25,6 +26,8 @@ import (
 	"time"
 
 	cs "github.com/alibabacloud-go/cs-20151215/v7/client"
+
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/cloudtest"
 )
 
 // ACK API actions the server answers (the x-acs-action header), as used
@@ -58,16 +61,16 @@ const (
 )
 
 // Fault is what an injected failure answers.
-type Fault int
+type Fault = cloudtest.Fault
 
 const (
 	// Throttle answers 429 Throttling.User, with an x-ratelimit-user-api
 	// TimeLeft when Server.ThrottleTimeLeftMS is set.
-	Throttle Fault = iota + 1
+	Throttle = cloudtest.Throttle
 	// ServerError answers 503 ServiceUnavailable.
-	ServerError
+	ServerError = cloudtest.ServerError
 	// Permanent answers 400 InvalidParameter.
-	Permanent
+	Permanent = cloudtest.Permanent
 )
 
 // Cluster seeds a cluster.
@@ -102,19 +105,8 @@ type Taint struct{ Key, Value, Effect string }
 // Addon seeds an installed addon and the version the catalog offers.
 type Addon struct{ Name, Version, Latest string }
 
-// NodeGroupEvent reports that a node group's Nodes changed, for tests that
-// mirror node groups as Node objects: the group exists with Size Nodes
-// labelled with the provider's node-group label = LabelValue, at Version,
-// or it was deleted.
-type NodeGroupEvent struct {
-	Cluster    string
-	Name       string
-	LabelValue string
-	Version    string
-	Size       int32
-	Labels     map[string]string
-	Deleted    bool
-}
+// NodeGroupEvent reports that a node group's Nodes changed (Server.OnNodeGroup).
+type NodeGroupEvent = cloudtest.NodeGroupEvent
 
 // Server is the fake ACK endpoint.
 type Server struct {
@@ -126,26 +118,17 @@ type Server struct {
 	// ThrottleTimeLeftMS, if set, is the TimeLeft of x-ratelimit-user-api
 	// sent with throttling.
 	ThrottleTimeLeftMS int
-	// OnNodeGroup, if set, is called when a node group appears (seeded
-	// or created), changes version, or is deleted. It runs with the
-	// server's lock held: it must not call the server.
-	OnNodeGroup func(NodeGroupEvent)
+	// Fake injects faults (Inject, FailOperations), counts calls (Calls)
+	// and reports node groups (OnNodeGroup).
+	cloudtest.Fake
 
 	srv *httptest.Server
 
 	mu       sync.Mutex
 	clusters map[string]*cluster
 	tasks    map[string]*task
-	faults   map[string][]fault
-	calls    map[string]int
-	failOps  int
 	nextID   int
 	versions []string
-}
-
-type fault struct {
-	left int
-	kind Fault
 }
 
 type cluster struct {
@@ -172,7 +155,7 @@ func New(tb testing.TB) *Server {
 
 // NewServer starts a server on 127.0.0.1.
 func NewServer() *Server {
-	s := &Server{clusters: map[string]*cluster{}, tasks: map[string]*task{}, faults: map[string][]fault{}, calls: map[string]int{},
+	s := &Server{clusters: map[string]*cluster{}, tasks: map[string]*task{},
 		versions: append([]string(nil), DefaultVersions...)}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -194,12 +177,12 @@ func (s *Server) AddCluster(c Cluster) {
 			Status:       &cs.DescribeClusterNodePoolsResponseBodyNodepoolsStatus{State: str("active"), TotalNodes: i64(p.DesiredSize), ServingNodes: i64(p.DesiredSize)},
 			ScalingGroup: &cs.DescribeClusterNodePoolsResponseBodyNodepoolsScalingGroup{
 				DesiredSize: i64(p.DesiredSize), InstanceTypes: strs(p.InstanceTypes), VswitchIds: strs(p.VSwitchIDs),
-				SystemDiskCategory: str(or(p.SystemDiskCategory, "cloud_essd")), SystemDiskSize: i64(orInt(p.SystemDiskSize, 120)),
-				ImageType: str(or(p.ImageType, "AliyunLinux3")), SecurityGroupIds: strs(p.SecurityGroupIDs),
+				SystemDiskCategory: str(cmp.Or(p.SystemDiskCategory, "cloud_essd")), SystemDiskSize: i64(orInt(p.SystemDiskSize, 120)),
+				ImageType: str(cmp.Or(p.ImageType, "AliyunLinux3")), SecurityGroupIds: strs(p.SecurityGroupIDs),
 				ScalingGroupId: str("asg-" + p.ID),
 			},
 			KubernetesConfig: &cs.DescribeClusterNodePoolsResponseBodyNodepoolsKubernetesConfig{Runtime: str("containerd"), RuntimeVersion: str("1.6.28")},
-			NodeComponents:   []*cs.DescribeClusterNodePoolsResponseBodyNodepoolsNodeComponents{{Name: str("kubelet"), Version: str(or(p.Version, c.Version))}},
+			NodeComponents:   []*cs.DescribeClusterNodePoolsResponseBodyNodepoolsNodeComponents{{Name: str("kubelet"), Version: str(cmp.Or(p.Version, c.Version))}},
 		}
 		if p.KeyPair != "" {
 			np.ScalingGroup.KeyPair = str(p.KeyPair)
@@ -219,7 +202,7 @@ func (s *Server) AddCluster(c Cluster) {
 			np.AutoScaling = &cs.DescribeClusterNodePoolsResponseBodyNodepoolsAutoScaling{Enable: boolp(true), MinInstances: i64(p.MinSize), MaxInstances: i64(p.MaxSize), Type: str("cpu")}
 		}
 		st.pools[p.ID] = np
-		s.notify(poolEvent(c.ID, np, false))
+		s.Notify(poolEvent(c.ID, np, false))
 	}
 	for _, a := range c.Addons {
 		st.addons[a.Name] = &addon{name: a.Name, version: a.Version, latest: a.Latest, state: "active"}
@@ -237,27 +220,6 @@ func (s *Server) SetVersions(versions ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.versions = append([]string(nil), versions...)
-}
-
-// Inject makes the next n calls of action fail with f.
-func (s *Server) Inject(action string, n int, f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults[action] = append(s.faults[action], fault{left: n, kind: f})
-}
-
-// FailOperations makes the next n tasks started end in failure.
-func (s *Server) FailOperations(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failOps += n
-}
-
-// Calls is how many requests of action the server answered.
-func (s *Server) Calls(action string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[action]
 }
 
 // NodePool returns a copy of a node pool (by name) as the server holds it.
@@ -308,7 +270,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if m == nil || r.Method != rt.method {
 			continue
 		}
-		s.calls[rt.action]++
+		s.Called(rt.action)
 		if got := r.Header.Get("x-acs-action"); got != rt.action || r.Header.Get("x-acs-version") != "2015-12-15" {
 			apiError(w, http.StatusBadRequest, "InvalidAction", fmt.Sprintf("x-acs-action %q / x-acs-version %q do not match %s", got, r.Header.Get("x-acs-version"), rt.action))
 			return
@@ -317,11 +279,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			apiError(w, http.StatusUnauthorized, "InvalidAccessKeyId.NotFound", "Specified access key is not found or invalid.")
 			return
 		}
-		if q := s.faults[rt.action]; len(q) > 0 {
-			f := q[0].kind
-			if q[0].left--; q[0].left <= 0 {
-				s.faults[rt.action] = q[1:]
-			}
+		if f, ok := s.NextFault(rt.action); ok {
 			switch f {
 			case Throttle:
 				if s.ThrottleTimeLeftMS > 0 {
@@ -380,10 +338,7 @@ func (s *Server) newTask(c *cluster, taskType, targetType, targetID string, para
 		Target: &cs.DescribeTaskInfoResponseBodyTarget{Type: str(targetType), Id: str(targetID)}, Parameters: params,
 		CurrentStage: str("Starting"),
 	}}
-	if s.failOps > 0 {
-		s.failOps--
-		t.fail = true
-	}
+	t.fail = s.OperationFails()
 	s.tasks[id] = t
 	return id
 }
@@ -419,7 +374,7 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request, m []stri
 		if !in.MasterOnly {
 			for _, np := range c.pools {
 				setKubelet(np, in.NextVersion)
-				s.notify(poolEvent(c.id, np, false))
+				s.Notify(poolEvent(c.id, np, false))
 			}
 		}
 	})
@@ -477,7 +432,7 @@ func (s *Server) upgradePool(w http.ResponseWriter, r *http.Request, m []string)
 		np.Status.State = str("active")
 		if !failed {
 			setKubelet(np, v)
-			s.notify(poolEvent(c.id, np, false))
+			s.Notify(poolEvent(c.id, np, false))
 		}
 	})
 	writeJSON(w, http.StatusOK, map[string]string{"task_id": id, "RequestId": requestID()})
@@ -537,7 +492,7 @@ func (s *Server) createPool(w http.ResponseWriter, r *http.Request, m []string) 
 			return
 		}
 		np.Status.State, np.Status.ServingNodes = str("active"), i64(size)
-		s.notify(poolEvent(c.id, np, false))
+		s.Notify(poolEvent(c.id, np, false))
 	})
 	writeJSON(w, http.StatusOK, map[string]string{"nodepool_id": id, "task_id": tid, "request_id": requestID()})
 }
@@ -558,7 +513,7 @@ func (s *Server) deletePool(w http.ResponseWriter, _ *http.Request, m []string) 
 			return
 		}
 		delete(c.pools, m[2])
-		s.notify(poolEvent(c.id, np, true))
+		s.Notify(poolEvent(c.id, np, true))
 	})
 	writeJSON(w, http.StatusOK, map[string]string{"task_id": id, "request_id": requestID()})
 }
@@ -582,7 +537,7 @@ func (s *Server) listAddons(w http.ResponseWriter, r *http.Request, _ []string) 
 	}
 	out := &cs.ListAddonsResponseBody{Addons: []*cs.ListAddonsResponseBodyAddons{}}
 	for _, a := range sortedAddons(c) {
-		out.Addons = append(out.Addons, &cs.ListAddonsResponseBodyAddons{Name: str(a.name), Version: str(or(a.latest, a.version)), Category: str("core"), Managed: boolp(false)})
+		out.Addons = append(out.Addons, &cs.ListAddonsResponseBodyAddons{Name: str(a.name), Version: str(cmp.Or(a.latest, a.version)), Category: str("core"), Managed: boolp(false)})
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -831,24 +786,11 @@ func int64Val(p *int64) int64 {
 
 func boolVal(p *bool) bool { return p != nil && *p }
 
-func or(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
-}
-
 func orInt(v, def int64) int64 {
 	if v == 0 {
 		return def
 	}
 	return v
-}
-
-func (s *Server) notify(e NodeGroupEvent) {
-	if s.OnNodeGroup != nil {
-		s.OnNodeGroup(e)
-	}
 }
 
 func poolEvent(clusterID string, np *cs.DescribeClusterNodePoolsResponseBodyNodepools, deleted bool) NodeGroupEvent {

@@ -15,6 +15,7 @@
 package akstest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -28,6 +29,9 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/containerservice/armcontainerservice/v8"
+
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/cloudtest"
 )
 
 // Calls the server answers, as used by Inject and Calls.
@@ -45,15 +49,15 @@ const (
 )
 
 // Fault is what an injected failure answers.
-type Fault int
+type Fault = cloudtest.Fault
 
 const (
 	// Throttle answers 429 TooManyRequests with Retry-After (ARM sends one).
-	Throttle Fault = iota + 1
+	Throttle = cloudtest.Throttle
 	// ServerError answers 503 ServiceUnavailable.
-	ServerError
+	ServerError = cloudtest.ServerError
 	// Permanent answers 400 InvalidParameter.
-	Permanent
+	Permanent = cloudtest.Permanent
 )
 
 // Cluster seeds a managed cluster.
@@ -84,19 +88,8 @@ type AgentPool struct {
 	Tags               map[string]string
 }
 
-// NodeGroupEvent reports that a node group's Nodes changed, for tests that
-// mirror node groups as Node objects: the group exists with Size Nodes
-// labelled with the provider's node-group label = LabelValue, at Version,
-// or it was deleted.
-type NodeGroupEvent struct {
-	Cluster    string
-	Name       string
-	LabelValue string
-	Version    string
-	Size       int32
-	Labels     map[string]string
-	Deleted    bool
-}
+// NodeGroupEvent reports that a node group's Nodes changed (Server.OnNodeGroup).
+type NodeGroupEvent = cloudtest.NodeGroupEvent
 
 // Server is the fake ARM endpoint.
 type Server struct {
@@ -111,25 +104,16 @@ type Server struct {
 	// ThrottleRetryAfter is the Retry-After sent with throttling
 	// (default "1").
 	ThrottleRetryAfter string
-	// OnNodeGroup, if set, is called when a node group appears (seeded
-	// or created), changes version, or is deleted. It runs with the
-	// server's lock held: it must not call the server.
-	OnNodeGroup func(NodeGroupEvent)
+	// Fake injects faults (Inject, FailOperations), counts calls (Calls)
+	// and reports node groups (OnNodeGroup).
+	cloudtest.Fake
 
 	srv *httptest.Server
 
 	mu       sync.Mutex
 	clusters map[string]*cluster // by lower-cased resource id
 	ops      map[string]*operation
-	faults   map[string][]fault
-	calls    map[string]int
-	failOps  int
 	nextID   int
-}
-
-type fault struct {
-	left int
-	kind Fault
 }
 
 type cluster struct {
@@ -157,7 +141,7 @@ func New(tb testing.TB) *Server {
 
 // NewServer starts a server on 127.0.0.1, with TLS or plain http.
 func NewServer(useTLS bool) *Server {
-	s := &Server{clusters: map[string]*cluster{}, ops: map[string]*operation{}, faults: map[string][]fault{}, calls: map[string]int{}}
+	s := &Server{clusters: map[string]*cluster{}, ops: map[string]*operation{}}
 	if useTLS {
 		s.srv = httptest.NewTLSServer(http.HandlerFunc(s.serve))
 	} else {
@@ -183,7 +167,7 @@ func (s *Server) AddCluster(c Cluster) {
 	defer s.mu.Unlock()
 	id := "/subscriptions/" + c.SubscriptionID + "/resourceGroups/" + c.ResourceGroup + "/providers/Microsoft.ContainerService/managedClusters/" + c.Name
 	version := resolve(c.Version)
-	st := &cluster{sub: c.SubscriptionID, rg: c.ResourceGroup, location: or(c.Location, "westeurope"), pools: map[string]*armcontainerservice.AgentPool{}}
+	st := &cluster{sub: c.SubscriptionID, rg: c.ResourceGroup, location: cmp.Or(c.Location, "westeurope"), pools: map[string]*armcontainerservice.AgentPool{}}
 	st.mc = &armcontainerservice.ManagedCluster{
 		ID: to(id), Name: to(c.Name), Type: to(containerServiceType + "/managedClusters"), Location: to(st.location),
 		Properties: &armcontainerservice.ManagedClusterProperties{
@@ -196,8 +180,8 @@ func (s *Server) AddCluster(c Cluster) {
 		ap := &armcontainerservice.AgentPool{
 			ID: to(id + "/agentPools/" + p.Name), Name: to(p.Name), Type: to(containerServiceType + "/managedClusters/agentPools"),
 			Properties: &armcontainerservice.ManagedClusterAgentPoolProfileProperties{
-				Count: to(p.Count), VMSize: to(p.VMSize), Mode: to(armcontainerservice.AgentPoolMode(or(p.Mode, "User"))),
-				OrchestratorVersion: to(or(p.Version, c.Version)), CurrentOrchestratorVersion: to(resolve(or(p.Version, c.Version))),
+				Count: to(p.Count), VMSize: to(p.VMSize), Mode: to(armcontainerservice.AgentPoolMode(cmp.Or(p.Mode, "User"))),
+				OrchestratorVersion: to(cmp.Or(p.Version, c.Version)), CurrentOrchestratorVersion: to(resolve(cmp.Or(p.Version, c.Version))),
 				ProvisioningState: to("Succeeded"), OSType: to(armcontainerservice.OSTypeLinux), OSSKU: to(armcontainerservice.OSSKUUbuntu),
 				Type: to(armcontainerservice.AgentPoolTypeVirtualMachineScaleSets), NodeImageVersion: to("AKSUbuntu-2204gen2containerd-202601.01.0"),
 				PowerState: &armcontainerservice.PowerState{Code: to(armcontainerservice.CodeRunning)},
@@ -236,30 +220,9 @@ func (s *Server) AddCluster(c Cluster) {
 		}
 		s.bumpPool(ap)
 		st.pools[strings.ToLower(p.Name)] = ap
-		s.notify(poolEvent(c.Name, ap, false))
+		s.Notify(poolEvent(c.Name, ap, false))
 	}
 	s.clusters[clusterID(c.SubscriptionID, c.ResourceGroup, c.Name)] = st
-}
-
-// Inject makes the next n calls of action fail with f.
-func (s *Server) Inject(action string, n int, f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults[action] = append(s.faults[action], fault{left: n, kind: f})
-}
-
-// FailOperations makes the next n operations started end in failure.
-func (s *Server) FailOperations(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failOps += n
-}
-
-// Calls is how many requests of action the server answered.
-func (s *Server) Calls(action string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[action]
 }
 
 // AgentPool returns a copy of an agent pool as the server holds it.
@@ -299,7 +262,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		armError(w, http.StatusNotFound, "InvalidResourceType", "no route for "+r.Method+" "+r.URL.Path)
 		return
 	}
-	s.calls[action]++
+	s.Called(action)
 	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
 		armError(w, http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.")
 		return
@@ -308,14 +271,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		armError(w, http.StatusBadRequest, "MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
 		return
 	}
-	if q := s.faults[action]; len(q) > 0 {
-		f := q[0].kind
-		if q[0].left--; q[0].left <= 0 {
-			s.faults[action] = q[1:]
-		}
+	if f, ok := s.NextFault(action); ok {
 		switch f {
 		case Throttle:
-			w.Header().Set("Retry-After", or(s.ThrottleRetryAfter, "1"))
+			w.Header().Set("Retry-After", cmp.Or(s.ThrottleRetryAfter, "1"))
 			armError(w, http.StatusTooManyRequests, "TooManyRequests", "The request is being throttled as the limit has been reached for operation type - Write_ObservationWindow_00:01:00.")
 		case ServerError:
 			armError(w, http.StatusServiceUnavailable, "ServiceUnavailable", "The service is temporarily unavailable.")
@@ -403,10 +362,7 @@ func (s *Server) running(target string) *operation {
 func (s *Server) newOperation(c *cluster, target string, finish func(failed bool)) *operation {
 	s.nextID++
 	o := &operation{id: fmt.Sprintf("%08x-0000-4000-8000-%012x", s.nextID, s.nextID), status: "InProgress", target: target, started: time.Now().UTC(), finish: finish}
-	if s.failOps > 0 {
-		s.failOps--
-		o.fail = true
-	}
+	o.fail = s.OperationFails()
 	s.ops[o.id] = o
 	return o
 }
@@ -454,8 +410,8 @@ func (s *Server) putCluster(w http.ResponseWriter, r *http.Request, id string) {
 		writeJSON(w, http.StatusOK, c.mc)
 		return
 	}
-	cm, cn, _ := majorMinor(current)
-	tm, tn, ok := majorMinor(target)
+	cm, cn, _ := cloud.MajorMinor(current)
+	tm, tn, ok := cloud.MajorMinor(target)
 	if !ok || tm != cm || tn < cn || tn > cn+1 {
 		armError(w, http.StatusBadRequest, "UpgradeNotAllowed", fmt.Sprintf("Upgrading from %s to %s is not allowed: upgrade one minor version at a time.", current, want))
 		return
@@ -581,7 +537,7 @@ func (s *Server) putPool(w http.ResponseWriter, r *http.Request, id, name string
 			armError(w, http.StatusBadRequest, "InvalidParameter", "properties.vmSize is required")
 			return
 		}
-		version := or(deref(pr.OrchestratorVersion), deref(c.mc.Properties.KubernetesVersion))
+		version := cmp.Or(deref(pr.OrchestratorVersion), deref(c.mc.Properties.KubernetesVersion))
 		ap := &armcontainerservice.AgentPool{ID: to(deref(c.mc.ID) + "/agentPools/" + name), Name: to(name), Type: to(containerServiceType + "/managedClusters/agentPools"), Properties: pr}
 		pr.OrchestratorVersion, pr.CurrentOrchestratorVersion = to(version), nil
 		pr.ProvisioningState, pr.NodeImageVersion = to("Creating"), to("AKSUbuntu-2204gen2containerd-202601.01.0")
@@ -595,7 +551,7 @@ func (s *Server) putPool(w http.ResponseWriter, r *http.Request, id, name string
 			pr.ProvisioningState, pr.CurrentOrchestratorVersion = to("Succeeded"), to(resolve(version))
 			pr.PowerState = &armcontainerservice.PowerState{Code: to(armcontainerservice.CodeRunning)}
 			s.bumpPool(ap)
-			s.notify(poolEvent(deref(c.mc.Name), ap, false))
+			s.Notify(poolEvent(deref(c.mc.Name), ap, false))
 		})
 		s.lroHeaders(w, c, o, false)
 		writeJSON(w, http.StatusCreated, ap)
@@ -604,10 +560,10 @@ func (s *Server) putPool(w http.ResponseWriter, r *http.Request, id, name string
 	// Update: the version moves when the operation finishes; the other
 	// writable properties change now.
 	old := existing.Properties
-	want := or(deref(pr.OrchestratorVersion), deref(old.OrchestratorVersion))
+	want := cmp.Or(deref(pr.OrchestratorVersion), deref(old.OrchestratorVersion))
 	target2 := resolve(want)
-	cm, cn, _ := majorMinor(deref(old.CurrentOrchestratorVersion))
-	tm, tn, ok := majorMinor(target2)
+	cm, cn, _ := cloud.MajorMinor(deref(old.CurrentOrchestratorVersion))
+	tm, tn, ok := cloud.MajorMinor(target2)
 	if !ok || tm != cm || tn < cn {
 		armError(w, http.StatusBadRequest, "InvalidParameter", fmt.Sprintf("Orchestrator version %s is invalid for agent pool %s at %s.", want, name, deref(old.CurrentOrchestratorVersion)))
 		return
@@ -624,7 +580,7 @@ func (s *Server) putPool(w http.ResponseWriter, r *http.Request, id, name string
 		}
 		pr.ProvisioningState, pr.CurrentOrchestratorVersion = to("Succeeded"), to(target2)
 		s.bumpPool(existing)
-		s.notify(poolEvent(deref(c.mc.Name), existing, false))
+		s.Notify(poolEvent(deref(c.mc.Name), existing, false))
 	})
 	s.lroHeaders(w, c, o, false)
 	writeJSON(w, http.StatusOK, existing)
@@ -656,7 +612,7 @@ func (s *Server) deletePool(w http.ResponseWriter, r *http.Request, id, name str
 			return
 		}
 		delete(c.pools, key)
-		s.notify(poolEvent(deref(c.mc.Name), ap, true))
+		s.Notify(poolEvent(deref(c.mc.Name), ap, true))
 	})
 	s.lroHeaders(w, c, o, true)
 	w.Header().Set("Retry-After", "0")
@@ -736,14 +692,6 @@ func resolve(v string) string {
 	return v
 }
 
-func majorMinor(v string) (int, int, bool) {
-	var a, b int
-	if _, err := fmt.Sscanf(v, "%d.%d", &a, &b); err != nil {
-		return 0, 0, false
-	}
-	return a, b, true
-}
-
 func armError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("x-ms-error-code", code)
 	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
@@ -771,19 +719,6 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
-}
-
-func or(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
-}
-
-func (s *Server) notify(e NodeGroupEvent) {
-	if s.OnNodeGroup != nil {
-		s.OnNodeGroup(e)
-	}
 }
 
 func poolEvent(clusterName string, ap *armcontainerservice.AgentPool, deleted bool) NodeGroupEvent {

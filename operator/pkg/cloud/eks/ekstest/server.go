@@ -10,16 +10,21 @@
 package ekstest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/cloudtest"
 )
 
 // EKS API operations the server answers, as used by Inject and Calls.
@@ -39,16 +44,16 @@ const (
 )
 
 // Fault is what an injected failure answers.
-type Fault int
+type Fault = cloudtest.Fault
 
 const (
 	// Throttle answers 429 ThrottlingException (with Retry-After when
 	// Server.ThrottleRetryAfter is set; EKS itself sends none).
-	Throttle Fault = iota + 1
+	Throttle = cloudtest.Throttle
 	// ServerError answers 500 ServerException.
-	ServerError
+	ServerError = cloudtest.ServerError
 	// Permanent answers 400 InvalidParameterException.
-	Permanent
+	Permanent = cloudtest.Permanent
 )
 
 // Cluster seeds a cluster.
@@ -99,19 +104,8 @@ type Addon struct {
 	Compatible map[string][]string
 }
 
-// NodeGroupEvent reports that a node group's Nodes changed, for tests that
-// mirror node groups as Node objects: the group exists with Size Nodes
-// labelled with the provider's node-group label = LabelValue, at Version,
-// or it was deleted.
-type NodeGroupEvent struct {
-	Cluster    string
-	Name       string
-	LabelValue string
-	Version    string
-	Size       int32
-	Labels     map[string]string
-	Deleted    bool
-}
+// NodeGroupEvent reports that a node group's Nodes changed (Server.OnNodeGroup).
+type NodeGroupEvent = cloudtest.NodeGroupEvent
 
 // Server is the fake EKS endpoint.
 type Server struct {
@@ -124,25 +118,16 @@ type Server struct {
 	PageSize int
 	// ThrottleRetryAfter, if set, is sent as Retry-After with throttling.
 	ThrottleRetryAfter string
-	// OnNodeGroup, if set, is called when a node group appears (seeded
-	// or created), changes version, or is deleted. It runs with the
-	// server's lock held: it must not call the server.
-	OnNodeGroup func(NodeGroupEvent)
+	// Fake injects faults (Inject, FailOperations), counts calls (Calls)
+	// and reports node groups (OnNodeGroup).
+	cloudtest.Fake
 
 	srv *httptest.Server
 
 	mu       sync.Mutex
 	clusters map[string]*cluster
-	faults   map[string][]fault
-	calls    map[string]int
-	failOps  int
 	nextID   int
 	now      func() time.Time
-}
-
-type fault struct {
-	left int
-	kind Fault
 }
 
 type cluster struct {
@@ -184,8 +169,8 @@ func New(tb testing.TB) *Server {
 // NewServer starts a server on 127.0.0.1.
 func NewServer() *Server {
 	s := &Server{
-		clusters: map[string]*cluster{}, faults: map[string][]fault{}, calls: map[string]int{},
-		now: time.Now,
+		clusters: map[string]*cluster{},
+		now:      time.Now,
 	}
 	mux := http.NewServeMux()
 	route := func(pattern, action string, h func(w http.ResponseWriter, r *http.Request)) {
@@ -222,7 +207,7 @@ func (s *Server) AddCluster(c Cluster) {
 		groups: map[string]*nodegroup{}, addons: map[string]*addon{}, updates: map[string]*update{}, tokens: map[string]string{}}
 	for _, g := range c.NodeGroups {
 		st.groups[g.Name] = &nodegroup{wire: s.seedGroup(c, g)}
-		s.notify(groupEvent(st.groups[g.Name].wire, false))
+		s.Notify(groupEvent(st.groups[g.Name].wire, false))
 	}
 	for _, a := range c.Addons {
 		st.addons[a.Name] = &addon{name: a.Name, version: a.Version, status: "ACTIVE", versions: append([]string(nil), a.Versions...), compatible: a.Compatible}
@@ -238,7 +223,7 @@ func (s *Server) seedGroup(c Cluster, g NodeGroup) wireNodegroup {
 	w := wireNodegroup{
 		NodegroupName: g.Name, ClusterName: c.Name, Version: v, ReleaseVersion: v + ".20260101",
 		NodegroupArn: "arn:aws:eks:" + c.Region + ":000000000000:nodegroup/" + c.Name + "/" + g.Name,
-		Status:       "ACTIVE", CapacityType: or(g.CapacityType, "ON_DEMAND"), AmiType: or(g.AMIType, "AL2023_x86_64_STANDARD"),
+		Status:       "ACTIVE", CapacityType: cmp.Or(g.CapacityType, "ON_DEMAND"), AmiType: cmp.Or(g.AMIType, "AL2023_x86_64_STANDARD"),
 		ScalingConfig: &wireScaling{MinSize: ptr(g.MinSize), MaxSize: ptr(g.MaxSize), DesiredSize: ptr(g.DesiredSize)},
 		InstanceTypes: g.InstanceTypes, Subnets: g.Subnets, NodeRole: g.NodeRole, Labels: g.Labels, Tags: g.Tags,
 		CreatedAt: epoch(s.now()),
@@ -259,28 +244,6 @@ func (s *Server) seedGroup(c Cluster, g NodeGroup) wireNodegroup {
 		w.UpdateConfig = &wireUpdateConfig{MaxUnavailable: ptr(g.UpdateMaxUnavailable)}
 	}
 	return w
-}
-
-// Inject makes the next n calls of action fail with f.
-func (s *Server) Inject(action string, n int, f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults[action] = append(s.faults[action], fault{left: n, kind: f})
-}
-
-// FailOperations makes the next n operations started end in failure.
-func (s *Server) FailOperations(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failOps += n
-}
-
-// Calls is how many requests of action the server answered (including
-// injected failures).
-func (s *Server) Calls(action string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[action]
 }
 
 // NodeGroup returns a node group's state as the server holds it.
@@ -321,16 +284,12 @@ func (s *Server) wrap(action string, h func(http.ResponseWriter, *http.Request))
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.calls[action]++
+		s.Called(action)
 		if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=") {
 			apiError(w, http.StatusForbidden, "MissingAuthenticationTokenException", "Missing Authentication Token")
 			return
 		}
-		if q := s.faults[action]; len(q) > 0 {
-			f := q[0].kind
-			if q[0].left--; q[0].left <= 0 {
-				s.faults[action] = q[1:]
-			}
+		if f, ok := s.NextFault(action); ok {
 			switch f {
 			case Throttle:
 				if s.ThrottleRetryAfter != "" {
@@ -391,10 +350,7 @@ func (s *Server) newUpdate(c *cluster, typ, targetKind, target, version string, 
 			Params: params, CreatedAt: epoch(s.now()), Errors: []wireErrorDetail{}},
 		target: target, targetKind: targetKind, version: version,
 	}
-	if s.failOps > 0 {
-		s.failOps--
-		u.fail = true
-	}
+	u.fail = s.OperationFails()
 	c.updates[u.wire.ID] = u
 	return u
 }
@@ -496,7 +452,7 @@ func (s *Server) finishUpdate(c *cluster, u *update) {
 			if !u.fail {
 				g.wire.Version = u.version
 				g.wire.ReleaseVersion = u.version + ".20260101"
-				s.notify(groupEvent(g.wire, false))
+				s.Notify(groupEvent(g.wire, false))
 			}
 			g.wire.Status = "ACTIVE"
 		}
@@ -580,7 +536,7 @@ func (s *Server) describeNodegroup(w http.ResponseWriter, r *http.Request) {
 				g.wire.Health = &wireHealth{Issues: []wireIssue{{Code: "NodeCreationFailure", Message: "simulated failure"}}}
 			} else {
 				g.wire.Status = "ACTIVE"
-				s.notify(groupEvent(g.wire, false))
+				s.Notify(groupEvent(g.wire, false))
 			}
 		}
 	case "DELETING":
@@ -590,7 +546,7 @@ func (s *Server) describeNodegroup(w http.ResponseWriter, r *http.Request) {
 				g.wire.Health = &wireHealth{Issues: []wireIssue{{Code: "InternalFailure", Message: "simulated failure"}}}
 			} else {
 				delete(c.groups, g.wire.NodegroupName)
-				s.notify(groupEvent(g.wire, true))
+				s.Notify(groupEvent(g.wire, true))
 				apiError(w, http.StatusNotFound, "ResourceNotFoundException", fmt.Sprintf("No node group found for name: %s.", g.wire.NodegroupName))
 				return
 			}
@@ -652,15 +608,12 @@ func (s *Server) createNodegroup(w http.ResponseWriter, r *http.Request) {
 	g := &nodegroup{token: in.ClientRequestToken, countdown: s.pollsToFinish(), wire: wireNodegroup{
 		NodegroupName: in.NodegroupName, ClusterName: c.name, Version: version, ReleaseVersion: version + ".20260101",
 		NodegroupArn: "arn:aws:eks:" + c.region + ":000000000000:nodegroup/" + c.name + "/" + in.NodegroupName,
-		Status:       "CREATING", CapacityType: or(in.CapacityType, "ON_DEMAND"), AmiType: or(in.AmiType, "AL2023_x86_64_STANDARD"),
+		Status:       "CREATING", CapacityType: cmp.Or(in.CapacityType, "ON_DEMAND"), AmiType: cmp.Or(in.AmiType, "AL2023_x86_64_STANDARD"),
 		ScalingConfig: in.ScalingConfig, InstanceTypes: in.InstanceTypes, Subnets: in.Subnets, NodeRole: in.NodeRole,
 		Labels: in.Labels, Taints: in.Taints, Tags: in.Tags, DiskSize: in.DiskSize, LaunchTemplate: in.LaunchTemplate,
 		RemoteAccess: in.RemoteAccess, UpdateConfig: in.UpdateConfig, CreatedAt: epoch(s.now()),
 	}}
-	if s.failOps > 0 {
-		s.failOps--
-		g.fail = true
-	}
+	g.fail = s.OperationFails()
 	c.groups[in.NodegroupName] = g
 	writeJSON(w, http.StatusOK, map[string]any{"nodegroup": g.wire})
 }
@@ -681,10 +634,7 @@ func (s *Server) deleteNodegroup(w http.ResponseWriter, r *http.Request) {
 	g.wire.Status = "DELETING"
 	g.countdown = s.pollsToFinish()
 	g.fail = false
-	if s.failOps > 0 {
-		s.failOps--
-		g.fail = true
-	}
+	g.fail = s.OperationFails()
 	writeJSON(w, http.StatusOK, map[string]any{"nodegroup": g.wire})
 }
 
@@ -789,7 +739,7 @@ func (s *Server) updateAddon(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusBadRequest, "InvalidParameterException", "invalid resolveConflicts "+in.ResolveConflicts)
 		return
 	}
-	if !contains(a.versions, in.AddonVersion) {
+	if !slices.Contains(a.versions, in.AddonVersion) {
 		apiError(w, http.StatusBadRequest, "InvalidParameterException", fmt.Sprintf("Addon version %s is not supported for %s", in.AddonVersion, a.name))
 		return
 	}
@@ -840,7 +790,7 @@ func (s *Server) describeAddonVersions(w http.ResponseWriter, r *http.Request) {
 		for i, v := range seen[n] {
 			versions = append(versions, map[string]any{
 				"addonVersion": v, "architecture": []string{"amd64", "arm64"},
-				"compatibilities": []map[string]any{{"clusterVersion": or(k8s, "1.30"), "platformVersions": []string{"*"}, "defaultVersion": i == 0}},
+				"compatibilities": []map[string]any{{"clusterVersion": cmp.Or(k8s, "1.30"), "platformVersions": []string{"*"}, "defaultVersion": i == 0}},
 			})
 		}
 		infos = append(infos, map[string]any{"addonName": n, "type": "networking", "addonVersions": versions})
@@ -980,19 +930,9 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // nextMinor reports whether to is exactly one minor version above from.
 func nextMinor(from, to string) bool {
-	fm, fn, ok1 := majorMinor(from)
-	tm, tn, ok2 := majorMinor(to)
+	fm, fn, ok1 := cloud.MajorMinor(from)
+	tm, tn, ok2 := cloud.MajorMinor(to)
 	return ok1 && ok2 && fm == tm && tn == fn+1
-}
-
-func majorMinor(v string) (int, int, bool) {
-	parts := strings.Split(strings.TrimPrefix(v, "v"), ".")
-	if len(parts) < 2 {
-		return 0, 0, false
-	}
-	a, err1 := strconv.Atoi(parts[0])
-	b, err2 := strconv.Atoi(parts[1])
-	return a, b, err1 == nil && err2 == nil
 }
 
 func epoch(t time.Time) float64 { return float64(t.Unix()) }
@@ -1004,28 +944,6 @@ func deref(p *int32) int32 {
 		return 0
 	}
 	return *p
-}
-
-func or(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *Server) notify(e NodeGroupEvent) {
-	if s.OnNodeGroup != nil {
-		s.OnNodeGroup(e)
-	}
 }
 
 func groupEvent(w wireNodegroup, deleted bool) NodeGroupEvent {

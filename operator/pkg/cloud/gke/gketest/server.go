@@ -8,6 +8,7 @@
 package gketest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -19,6 +20,9 @@ import (
 	"time"
 
 	container "google.golang.org/api/container/v1"
+
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/cloudtest"
 )
 
 // API calls the server answers, as used by Inject and Calls.
@@ -35,16 +39,16 @@ const (
 )
 
 // Fault is what an injected failure answers.
-type Fault int
+type Fault = cloudtest.Fault
 
 const (
 	// Throttle answers 429 RESOURCE_EXHAUSTED (with Retry-After when
 	// Server.ThrottleRetryAfter is set).
-	Throttle Fault = iota + 1
+	Throttle = cloudtest.Throttle
 	// ServerError answers 503 UNAVAILABLE.
-	ServerError
+	ServerError = cloudtest.ServerError
 	// Permanent answers 400 INVALID_ARGUMENT.
-	Permanent
+	Permanent = cloudtest.Permanent
 )
 
 // Cluster seeds a cluster.
@@ -76,19 +80,8 @@ type NodePool struct {
 // Taint is a GKE taint (effect NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE).
 type Taint struct{ Key, Value, Effect string }
 
-// NodeGroupEvent reports that a node group's Nodes changed, for tests that
-// mirror node groups as Node objects: the group exists with Size Nodes
-// labelled with the provider's node-group label = LabelValue, at Version,
-// or it was deleted.
-type NodeGroupEvent struct {
-	Cluster    string
-	Name       string
-	LabelValue string
-	Version    string
-	Size       int32
-	Labels     map[string]string
-	Deleted    bool
-}
+// NodeGroupEvent reports that a node group's Nodes changed (Server.OnNodeGroup).
+type NodeGroupEvent = cloudtest.NodeGroupEvent
 
 // Server is the fake GKE endpoint.
 type Server struct {
@@ -99,25 +92,16 @@ type Server struct {
 	PollsToFinish int
 	// ThrottleRetryAfter, if set, is sent as Retry-After with throttling.
 	ThrottleRetryAfter string
-	// OnNodeGroup, if set, is called when a node group appears (seeded
-	// or created), changes version, or is deleted. It runs with the
-	// server's lock held: it must not call the server.
-	OnNodeGroup func(NodeGroupEvent)
+	// Fake injects faults (Inject, FailOperations), counts calls (Calls)
+	// and reports node groups (OnNodeGroup).
+	cloudtest.Fake
 
 	srv *httptest.Server
 
 	mu       sync.Mutex
 	clusters map[string]*cluster // by resource name
 	ops      map[string]*operation
-	faults   map[string][]fault
-	calls    map[string]int
-	failOps  int
 	nextID   int
-}
-
-type fault struct {
-	left int
-	kind Fault
 }
 
 type cluster struct {
@@ -143,7 +127,7 @@ func New(tb testing.TB) *Server {
 
 // NewServer starts a server on 127.0.0.1.
 func NewServer() *Server {
-	s := &Server{clusters: map[string]*cluster{}, ops: map[string]*operation{}, faults: map[string][]fault{}, calls: map[string]int{}}
+	s := &Server{clusters: map[string]*cluster{}, ops: map[string]*operation{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL + "/"
 	return s
@@ -164,9 +148,9 @@ func (s *Server) AddCluster(c Cluster) {
 	}}
 	for _, np := range c.NodePools {
 		pool := &container.NodePool{
-			Name: np.Name, Version: resolve(or(np.Version, c.Version), version), Status: "RUNNING", InitialNodeCount: np.NodeCount,
+			Name: np.Name, Version: resolve(cmp.Or(np.Version, c.Version), version), Status: "RUNNING", InitialNodeCount: np.NodeCount,
 			Locations: np.Locations, SelfLink: selfLink(name + "/nodePools/" + np.Name),
-			Config: &container.NodeConfig{MachineType: np.MachineType, ImageType: or(np.ImageType, "COS_CONTAINERD"), DiskSizeGb: np.DiskSizeGB,
+			Config: &container.NodeConfig{MachineType: np.MachineType, ImageType: cmp.Or(np.ImageType, "COS_CONTAINERD"), DiskSizeGb: np.DiskSizeGB,
 				DiskType: "pd-balanced", ServiceAccount: np.ServiceAccount, Labels: np.Labels},
 			Management: &container.NodeManagement{AutoRepair: true},
 		}
@@ -177,30 +161,9 @@ func (s *Server) AddCluster(c Cluster) {
 			pool.Autoscaling = &container.NodePoolAutoscaling{Enabled: true, MinNodeCount: np.MinNodes, MaxNodeCount: np.MaxNodes, LocationPolicy: "BALANCED"}
 		}
 		st.pools[np.Name] = pool
-		s.notify(poolEvent(c.Name, pool, false))
+		s.Notify(poolEvent(c.Name, pool, false))
 	}
 	s.clusters[name] = st
-}
-
-// Inject makes the next n calls of action fail with f.
-func (s *Server) Inject(action string, n int, f Fault) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults[action] = append(s.faults[action], fault{left: n, kind: f})
-}
-
-// FailOperations makes the next n operations started end in failure.
-func (s *Server) FailOperations(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.failOps += n
-}
-
-// Calls is how many requests of action the server answered.
-func (s *Server) Calls(action string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls[action]
 }
 
 // NodePool returns a copy of a node pool as the server holds it.
@@ -226,16 +189,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "NOT_FOUND", "no such method: "+r.Method+" "+r.URL.Path)
 		return
 	}
-	s.calls[action]++
+	s.Called(action)
 	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
 		apiError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request is missing required authentication credential.")
 		return
 	}
-	if q := s.faults[action]; len(q) > 0 {
-		f := q[0].kind
-		if q[0].left--; q[0].left <= 0 {
-			s.faults[action] = q[1:]
-		}
+	if f, ok := s.NextFault(action); ok {
 		switch f {
 		case Throttle:
 			if s.ThrottleRetryAfter != "" {
@@ -343,10 +302,7 @@ func (s *Server) newOperation(parent, opType, target string, finish func(failed 
 		StartTime: time.Now().UTC().Format(time.RFC3339Nano),
 	}
 	o := &operation{op: op, parent: parent, finish: finish}
-	if s.failOps > 0 {
-		s.failOps--
-		o.fail = true
-	}
+	o.fail = s.OperationFails()
 	s.ops[parent+"/operations/"+name] = o
 	return op
 }
@@ -364,8 +320,8 @@ func (s *Server) updateMaster(w http.ResponseWriter, r *http.Request, clusterNam
 		return
 	}
 	version := resolve(in.MasterVersion, c.c.CurrentMasterVersion)
-	cm, cn, _ := majorMinor(c.c.CurrentMasterVersion)
-	tm, tn, ok := majorMinor(version)
+	cm, cn, _ := cloud.MajorMinor(c.c.CurrentMasterVersion)
+	tm, tn, ok := cloud.MajorMinor(version)
 	if !ok || tm != cm || tn < cn || tn > cn+1 {
 		apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", fmt.Sprintf("Master version %q is unsupported: upgrade one minor version at a time from %s.", in.MasterVersion, c.c.CurrentMasterVersion))
 		return
@@ -429,7 +385,7 @@ func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, clusterN
 		return
 	}
 	version := resolve(in.NodeVersion, c.c.CurrentMasterVersion)
-	if _, _, ok := majorMinor(version); !ok {
+	if _, _, ok := cloud.MajorMinor(version); !ok {
 		apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", fmt.Sprintf("Node version %q is invalid.", in.NodeVersion))
 		return
 	}
@@ -441,7 +397,7 @@ func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, clusterN
 		}
 		np.Version, np.Status = version, "RUNNING"
 		np.Config.ImageType = in.ImageType
-		s.notify(poolEvent(c.c.Name, np, false))
+		s.Notify(poolEvent(c.c.Name, np, false))
 	})
 	writeJSON(w, http.StatusOK, op)
 }
@@ -478,8 +434,8 @@ func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, clusterN
 	if np.Config == nil {
 		np.Config = &container.NodeConfig{}
 	}
-	np.Config.MachineType = or(np.Config.MachineType, "e2-medium")
-	np.Config.ImageType = or(np.Config.ImageType, "COS_CONTAINERD")
+	np.Config.MachineType = cmp.Or(np.Config.MachineType, "e2-medium")
+	np.Config.ImageType = cmp.Or(np.Config.ImageType, "COS_CONTAINERD")
 	for _, t := range np.Config.Taints {
 		switch t.Effect {
 		case "NO_SCHEDULE", "NO_EXECUTE", "PREFER_NO_SCHEDULE":
@@ -488,7 +444,7 @@ func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, clusterN
 			return
 		}
 	}
-	np.Version = resolve(or(np.Version, c.c.CurrentMasterVersion), c.c.CurrentMasterVersion)
+	np.Version = resolve(cmp.Or(np.Version, c.c.CurrentMasterVersion), c.c.CurrentMasterVersion)
 	np.Status, np.SelfLink = "PROVISIONING", selfLink(target)
 	c.pools[np.Name] = np
 	op := s.newOperation(parentOf(clusterName), "CREATE_NODE_POOL", target, func(failed bool) {
@@ -497,7 +453,7 @@ func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, clusterN
 			return
 		}
 		np.Status = "RUNNING"
-		s.notify(poolEvent(c.c.Name, np, false))
+		s.Notify(poolEvent(c.c.Name, np, false))
 	})
 	writeJSON(w, http.StatusOK, op)
 }
@@ -522,7 +478,7 @@ func (s *Server) deleteNodePool(w http.ResponseWriter, clusterName, name string)
 			return
 		}
 		delete(c.pools, name)
-		s.notify(poolEvent(c.c.Name, np, true))
+		s.Notify(poolEvent(c.c.Name, np, true))
 	})
 	writeJSON(w, http.StatusOK, op)
 }
@@ -586,14 +542,6 @@ func resolve(v, current string) string {
 	}
 }
 
-func majorMinor(v string) (int, int, bool) {
-	var a, b int
-	if _, err := fmt.Sscanf(v, "%d.%d", &a, &b); err != nil {
-		return 0, 0, false
-	}
-	return a, b, true
-}
-
 func parentOf(clusterName string) string {
 	return clusterName[:strings.Index(clusterName, "/clusters/")]
 }
@@ -619,19 +567,6 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
-}
-
-func or(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
-}
-
-func (s *Server) notify(e NodeGroupEvent) {
-	if s.OnNodeGroup != nil {
-		s.OnNodeGroup(e)
-	}
 }
 
 func poolEvent(clusterName string, np *container.NodePool, deleted bool) NodeGroupEvent {

@@ -1,0 +1,136 @@
+// Package cloudtest is what the fake cloud servers of the providers'
+// tests (`<provider>/<provider>test`) share, each embedding a Fake: the
+// fault injector (the next n calls of an API action fail, throttled,
+// unavailable or refused: each fake answers them in its cloud's wire
+// format), the count of calls per action, the operations told to fail,
+// and the node-group events that tests mirroring node groups as Node
+// objects listen to. It speaks no wire format itself.
+package cloudtest
+
+import "sync"
+
+// Fault is what an injected failure answers; each fake answers it with
+// its cloud's own status, error code and message.
+type Fault int
+
+const (
+	// Throttle answers 429 with the cloud's throttling error.
+	Throttle Fault = iota + 1
+	// ServerError answers the cloud's 5xx.
+	ServerError
+	// Permanent answers 400 with the cloud's invalid-parameter error.
+	Permanent
+)
+
+// FaultFor is the fault of the conformance suite's Inject: retryable
+// (Throttle), or Permanent when permanent is set.
+func FaultFor(permanent bool) Fault {
+	if permanent {
+		return Permanent
+	}
+	return Throttle
+}
+
+// NodeGroupEvent reports that a node group's Nodes changed, for tests that
+// mirror node groups as Node objects: the group exists with Size Nodes
+// labelled with the provider's node-group label = LabelValue, at Version,
+// or it was deleted.
+type NodeGroupEvent struct {
+	Cluster    string
+	Name       string
+	LabelValue string
+	Version    string
+	Size       int32
+	Labels     map[string]string
+	Deleted    bool
+}
+
+// Fake is the state every fake server shares. Its zero value is ready;
+// its methods are safe for concurrent use and take their own lock, so a
+// fake may call them with its own lock held.
+type Fake struct {
+	// OnNodeGroup, if set, is called when a node group appears (seeded
+	// or created), changes version, or is deleted. It runs with the
+	// fake server's lock held: it must not call the server.
+	OnNodeGroup func(NodeGroupEvent)
+
+	mu      sync.Mutex
+	faults  map[string][]fault
+	calls   map[string]int
+	failOps int
+}
+
+type fault struct {
+	left int
+	kind Fault
+}
+
+// Inject makes the next n calls of action fail with f.
+func (f *Fake) Inject(action string, n int, kind Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.faults == nil {
+		f.faults = map[string][]fault{}
+	}
+	f.faults[action] = append(f.faults[action], fault{left: n, kind: kind})
+}
+
+// FailOperations makes the next n operations started end in failure.
+func (f *Fake) FailOperations(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failOps += n
+}
+
+// Calls is how many requests of action the server answered (including
+// injected failures).
+func (f *Fake) Calls(action string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[action]
+}
+
+// Called counts a request of action; a fake calls it for every request it
+// routes, before checking anything.
+func (f *Fake) Called(action string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls == nil {
+		f.calls = map[string]int{}
+	}
+	f.calls[action]++
+}
+
+// NextFault takes the fault injected for this call of action, if any.
+func (f *Fake) NextFault(action string) (Fault, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := f.faults[action]
+	if len(q) == 0 {
+		return 0, false
+	}
+	kind := q[0].kind
+	if q[0].left--; q[0].left <= 0 {
+		f.faults[action] = q[1:]
+	}
+	return kind, true
+}
+
+// OperationFails reports whether the operation being started is one that
+// FailOperations asked to fail (and counts it).
+func (f *Fake) OperationFails() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failOps > 0 {
+		f.failOps--
+		return true
+	}
+	return false
+}
+
+// Notify tells OnNodeGroup of e, if set.
+func (f *Fake) Notify(e NodeGroupEvent) {
+	if f.OnNodeGroup != nil {
+		f.OnNodeGroup(e)
+	}
+}
