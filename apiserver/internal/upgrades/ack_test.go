@@ -19,6 +19,7 @@ import (
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/ack"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/ack/acktest"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/cloudtest"
 )
 
 const (
@@ -120,12 +121,12 @@ func TestACKUnavailableVersionIsA400ListingTheAvailableOnes(t *testing.T) {
 func TestACKVersionListingErrors(t *testing.T) {
 	g := NewWithT(t)
 	a, srv := newACKAPI(t)
-	srv.Inject(acktest.DescribeKubernetesVersionMetadata, 2, acktest.Throttle)
+	srv.Inject(acktest.DescribeKubernetesVersionMetadata, 2, cloudtest.Throttle)
 	for _, path := range []string{upgrades.BasePath, upgrades.BasePath + "/dry-run"} {
 		code, body := a.do(http.MethodPost, path, ackRequest("1.30"), nil)
 		g.Expect(code).To(Equal(http.StatusServiceUnavailable), "%s: %s", path, body)
 	}
-	srv.Inject(acktest.DescribeKubernetesVersionMetadata, 1, acktest.Permanent)
+	srv.Inject(acktest.DescribeKubernetesVersionMetadata, 1, cloudtest.Permanent)
 	code, body := a.do(http.MethodPost, upgrades.BasePath, ackRequest("1.30"), nil)
 	g.Expect(code).To(Equal(http.StatusBadGateway), string(body))
 

@@ -125,16 +125,16 @@ func TestControlPlaneUpgradeIsMasterOnly(t *testing.T) {
 func TestErrorClassification(t *testing.T) {
 	cases := []struct {
 		name       string
-		fault      acktest.Fault
+		fault      cloudtest.Fault
 		timeLeftMS int
 		wantKind   cloud.ErrorKind
 		wantStatus int
 		wantAfter  time.Duration
 	}{
-		{name: "throttled with TimeLeft", fault: acktest.Throttle, timeLeftMS: 1500, wantKind: cloud.Retryable, wantStatus: 429, wantAfter: 1500 * time.Millisecond},
-		{name: "throttled", fault: acktest.Throttle, wantKind: cloud.Retryable, wantStatus: 429},
-		{name: "unavailable", fault: acktest.ServerError, wantKind: cloud.Retryable, wantStatus: 503},
-		{name: "invalid parameter", fault: acktest.Permanent, wantKind: cloud.Permanent, wantStatus: 400},
+		{name: "throttled with TimeLeft", fault: cloudtest.Throttle, timeLeftMS: 1500, wantKind: cloud.Retryable, wantStatus: 429, wantAfter: 1500 * time.Millisecond},
+		{name: "throttled", fault: cloudtest.Throttle, wantKind: cloud.Retryable, wantStatus: 429},
+		{name: "unavailable", fault: cloudtest.ServerError, wantKind: cloud.Retryable, wantStatus: 503},
+		{name: "invalid parameter", fault: cloudtest.Permanent, wantKind: cloud.Permanent, wantStatus: 400},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -353,7 +353,7 @@ func TestAvailableVersions(t *testing.T) {
 	cases := []struct {
 		name     string
 		offered  []string // nil: the server's defaults
-		fault    acktest.Fault
+		fault    cloudtest.Fault
 		want     []string
 		wantKind cloud.ErrorKind
 	}{
@@ -362,8 +362,8 @@ func TestAvailableVersions(t *testing.T) {
 		{name: "defaults", want: []string{"1.29.3-aliyun.1", "1.30.1-aliyun.1"}},
 		{name: "no next minor offered", offered: []string{"1.29.3-aliyun.1"}, want: []string{"1.29.3-aliyun.1"}},
 		{name: "current version without metadata", offered: []string{"1.30.1-aliyun.1"}, want: []string{"1.29.3-aliyun.1"}},
-		{name: "throttled", fault: acktest.Throttle, wantKind: cloud.Retryable},
-		{name: "refused", fault: acktest.Permanent, wantKind: cloud.Permanent},
+		{name: "throttled", fault: cloudtest.Throttle, wantKind: cloud.Retryable},
+		{name: "refused", fault: cloudtest.Permanent, wantKind: cloud.Permanent},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -112,15 +112,15 @@ func TestOperationIDsCarryTheResumeToken(t *testing.T) {
 func TestErrorClassification(t *testing.T) {
 	cases := []struct {
 		name       string
-		fault      akstest.Fault
+		fault      cloudtest.Fault
 		retryAfter string
 		wantKind   cloud.ErrorKind
 		wantStatus int
 		wantAfter  time.Duration
 	}{
-		{name: "throttled", fault: akstest.Throttle, retryAfter: "17", wantKind: cloud.Retryable, wantStatus: 429, wantAfter: 17 * time.Second},
-		{name: "unavailable", fault: akstest.ServerError, wantKind: cloud.Retryable, wantStatus: 503},
-		{name: "invalid parameter", fault: akstest.Permanent, wantKind: cloud.Permanent, wantStatus: 400},
+		{name: "throttled", fault: cloudtest.Throttle, retryAfter: "17", wantKind: cloud.Retryable, wantStatus: 429, wantAfter: 17 * time.Second},
+		{name: "unavailable", fault: cloudtest.ServerError, wantKind: cloud.Retryable, wantStatus: 503},
+		{name: "invalid parameter", fault: cloudtest.Permanent, wantKind: cloud.Permanent, wantStatus: 400},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -108,16 +108,16 @@ func waitDone(t *testing.T, p cloud.Provider, id string) *cloud.OperationStatus 
 func TestErrorClassification(t *testing.T) {
 	cases := []struct {
 		name       string
-		fault      ekstest.Fault
+		fault      cloudtest.Fault
 		retryAfter string
 		wantKind   cloud.ErrorKind
 		wantStatus int
 		wantAfter  time.Duration
 	}{
-		{name: "throttling with Retry-After", fault: ekstest.Throttle, retryAfter: "7", wantKind: cloud.Retryable, wantStatus: 429, wantAfter: 7 * time.Second},
-		{name: "throttling without Retry-After", fault: ekstest.Throttle, wantKind: cloud.Retryable, wantStatus: 429},
-		{name: "server error", fault: ekstest.ServerError, wantKind: cloud.Retryable, wantStatus: 500},
-		{name: "invalid parameter", fault: ekstest.Permanent, wantKind: cloud.Permanent, wantStatus: 400},
+		{name: "throttling with Retry-After", fault: cloudtest.Throttle, retryAfter: "7", wantKind: cloud.Retryable, wantStatus: 429, wantAfter: 7 * time.Second},
+		{name: "throttling without Retry-After", fault: cloudtest.Throttle, wantKind: cloud.Retryable, wantStatus: 429},
+		{name: "server error", fault: cloudtest.ServerError, wantKind: cloud.Retryable, wantStatus: 500},
+		{name: "invalid parameter", fault: cloudtest.Permanent, wantKind: cloud.Permanent, wantStatus: 400},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -92,16 +92,16 @@ func waitDone(t *testing.T, p cloud.Provider, id string) *cloud.OperationStatus 
 func TestErrorClassification(t *testing.T) {
 	cases := []struct {
 		name       string
-		fault      gketest.Fault
+		fault      cloudtest.Fault
 		retryAfter string
 		wantKind   cloud.ErrorKind
 		wantStatus int
 		wantAfter  time.Duration
 	}{
-		{name: "quota exhausted with Retry-After", fault: gketest.Throttle, retryAfter: "3", wantKind: cloud.Retryable, wantStatus: 429, wantAfter: 3 * time.Second},
-		{name: "quota exhausted", fault: gketest.Throttle, wantKind: cloud.Retryable, wantStatus: 429},
-		{name: "unavailable", fault: gketest.ServerError, wantKind: cloud.Retryable, wantStatus: 503},
-		{name: "invalid argument", fault: gketest.Permanent, wantKind: cloud.Permanent, wantStatus: 400},
+		{name: "quota exhausted with Retry-After", fault: cloudtest.Throttle, retryAfter: "3", wantKind: cloud.Retryable, wantStatus: 429, wantAfter: 3 * time.Second},
+		{name: "quota exhausted", fault: cloudtest.Throttle, wantKind: cloud.Retryable, wantStatus: 429},
+		{name: "unavailable", fault: cloudtest.ServerError, wantKind: cloud.Retryable, wantStatus: 503},
+		{name: "invalid argument", fault: cloudtest.Permanent, wantKind: cloud.Permanent, wantStatus: 400},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,19 +60,6 @@ const (
 	TaskAddonUpgrade    = "cluster_addon_upgrade"
 )
 
-// Fault is what an injected failure answers.
-type Fault = cloudtest.Fault
-
-const (
-	// Throttle answers 429 Throttling.User, with an x-ratelimit-user-api
-	// TimeLeft when Server.ThrottleTimeLeftMS is set.
-	Throttle = cloudtest.Throttle
-	// ServerError answers 503 ServiceUnavailable.
-	ServerError = cloudtest.ServerError
-	// Permanent answers 400 InvalidParameter.
-	Permanent = cloudtest.Permanent
-)
-
 // Cluster seeds a cluster.
 type Cluster struct {
 	ID, Name, Region string
@@ -118,8 +105,11 @@ type Server struct {
 	// ThrottleTimeLeftMS, if set, is the TimeLeft of x-ratelimit-user-api
 	// sent with throttling.
 	ThrottleTimeLeftMS int
-	// Fake injects faults (Inject, FailOperations), counts calls (Calls)
-	// and reports node groups (OnNodeGroup).
+	// Fake injects faults (Inject, FailOperations): Throttle answers 429
+	// Throttling.User, with an x-ratelimit-user-api TimeLeft when
+	// Server.ThrottleTimeLeftMS is set; ServerError answers 503
+	// ServiceUnavailable; Permanent answers 400 InvalidParameter. It counts
+	// calls (Calls) and reports node groups (OnNodeGroup).
 	cloudtest.Fake
 
 	srv *httptest.Server
@@ -281,12 +271,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		if f, ok := s.NextFault(rt.action); ok {
 			switch f {
-			case Throttle:
+			case cloudtest.Throttle:
 				if s.ThrottleTimeLeftMS > 0 {
 					w.Header().Set("x-ratelimit-user-api", fmt.Sprintf("Limit:10,Remain:0,TimeLeft:%d,Reset:%d", s.ThrottleTimeLeftMS, time.Now().Unix()+1))
 				}
 				apiError(w, http.StatusTooManyRequests, "Throttling.User", "Request was denied due to user flow control.")
-			case ServerError:
+			case cloudtest.ServerError:
 				apiError(w, http.StatusServiceUnavailable, "ServiceUnavailable", "The request has failed due to a temporary failure of the server.")
 			default:
 				apiError(w, http.StatusBadRequest, "InvalidParameter", "injected invalid parameter for "+rt.action)

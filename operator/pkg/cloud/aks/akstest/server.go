@@ -48,18 +48,6 @@ const (
 	containerServiceType = "Microsoft.ContainerService"
 )
 
-// Fault is what an injected failure answers.
-type Fault = cloudtest.Fault
-
-const (
-	// Throttle answers 429 TooManyRequests with Retry-After (ARM sends one).
-	Throttle = cloudtest.Throttle
-	// ServerError answers 503 ServiceUnavailable.
-	ServerError = cloudtest.ServerError
-	// Permanent answers 400 InvalidParameter.
-	Permanent = cloudtest.Permanent
-)
-
 // Cluster seeds a managed cluster.
 type Cluster struct {
 	SubscriptionID, ResourceGroup, Name string
@@ -104,8 +92,10 @@ type Server struct {
 	// ThrottleRetryAfter is the Retry-After sent with throttling
 	// (default "1").
 	ThrottleRetryAfter string
-	// Fake injects faults (Inject, FailOperations), counts calls (Calls)
-	// and reports node groups (OnNodeGroup).
+	// Fake injects faults (Inject, FailOperations): Throttle answers 429
+	// TooManyRequests with Retry-After (ARM sends one); ServerError answers
+	// 503 ServiceUnavailable; Permanent answers 400 InvalidParameter. It
+	// counts calls (Calls) and reports node groups (OnNodeGroup).
 	cloudtest.Fake
 
 	srv *httptest.Server
@@ -273,10 +263,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if f, ok := s.NextFault(action); ok {
 		switch f {
-		case Throttle:
+		case cloudtest.Throttle:
 			w.Header().Set("Retry-After", cmp.Or(s.ThrottleRetryAfter, "1"))
 			armError(w, http.StatusTooManyRequests, "TooManyRequests", "The request is being throttled as the limit has been reached for operation type - Write_ObservationWindow_00:01:00.")
-		case ServerError:
+		case cloudtest.ServerError:
 			armError(w, http.StatusServiceUnavailable, "ServiceUnavailable", "The service is temporarily unavailable.")
 		default:
 			armError(w, http.StatusBadRequest, "InvalidParameter", "injected invalid parameter for "+action)

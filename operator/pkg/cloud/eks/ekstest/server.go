@@ -43,19 +43,6 @@ const (
 	UpdateAddon            = "UpdateAddon"
 )
 
-// Fault is what an injected failure answers.
-type Fault = cloudtest.Fault
-
-const (
-	// Throttle answers 429 ThrottlingException (with Retry-After when
-	// Server.ThrottleRetryAfter is set; EKS itself sends none).
-	Throttle = cloudtest.Throttle
-	// ServerError answers 500 ServerException.
-	ServerError = cloudtest.ServerError
-	// Permanent answers 400 InvalidParameterException.
-	Permanent = cloudtest.Permanent
-)
-
 // Cluster seeds a cluster.
 type Cluster struct {
 	Name string
@@ -118,8 +105,11 @@ type Server struct {
 	PageSize int
 	// ThrottleRetryAfter, if set, is sent as Retry-After with throttling.
 	ThrottleRetryAfter string
-	// Fake injects faults (Inject, FailOperations), counts calls (Calls)
-	// and reports node groups (OnNodeGroup).
+	// Fake injects faults (Inject, FailOperations): Throttle answers 429
+	// ThrottlingException (with Retry-After when Server.ThrottleRetryAfter
+	// is set; EKS itself sends none); ServerError answers 500
+	// ServerException; Permanent answers 400 InvalidParameterException. It
+	// counts calls (Calls) and reports node groups (OnNodeGroup).
 	cloudtest.Fake
 
 	srv *httptest.Server
@@ -291,12 +281,12 @@ func (s *Server) wrap(action string, h func(http.ResponseWriter, *http.Request))
 		}
 		if f, ok := s.NextFault(action); ok {
 			switch f {
-			case Throttle:
+			case cloudtest.Throttle:
 				if s.ThrottleRetryAfter != "" {
 					w.Header().Set("Retry-After", s.ThrottleRetryAfter)
 				}
 				apiError(w, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
-			case ServerError:
+			case cloudtest.ServerError:
 				apiError(w, http.StatusInternalServerError, "ServerException", "An internal error occurred")
 			default:
 				apiError(w, http.StatusBadRequest, "InvalidParameterException", "injected invalid parameter for "+action)

@@ -38,19 +38,6 @@ const (
 	ListOperations = "operations.list"
 )
 
-// Fault is what an injected failure answers.
-type Fault = cloudtest.Fault
-
-const (
-	// Throttle answers 429 RESOURCE_EXHAUSTED (with Retry-After when
-	// Server.ThrottleRetryAfter is set).
-	Throttle = cloudtest.Throttle
-	// ServerError answers 503 UNAVAILABLE.
-	ServerError = cloudtest.ServerError
-	// Permanent answers 400 INVALID_ARGUMENT.
-	Permanent = cloudtest.Permanent
-)
-
 // Cluster seeds a cluster.
 type Cluster struct {
 	Project, Location, Name string
@@ -92,8 +79,11 @@ type Server struct {
 	PollsToFinish int
 	// ThrottleRetryAfter, if set, is sent as Retry-After with throttling.
 	ThrottleRetryAfter string
-	// Fake injects faults (Inject, FailOperations), counts calls (Calls)
-	// and reports node groups (OnNodeGroup).
+	// Fake injects faults (Inject, FailOperations): Throttle answers 429
+	// RESOURCE_EXHAUSTED (with Retry-After when Server.ThrottleRetryAfter is
+	// set); ServerError answers 503 UNAVAILABLE; Permanent answers 400
+	// INVALID_ARGUMENT. It counts calls (Calls) and reports node groups
+	// (OnNodeGroup).
 	cloudtest.Fake
 
 	srv *httptest.Server
@@ -196,12 +186,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if f, ok := s.NextFault(action); ok {
 		switch f {
-		case Throttle:
+		case cloudtest.Throttle:
 			if s.ThrottleRetryAfter != "" {
 				w.Header().Set("Retry-After", s.ThrottleRetryAfter)
 			}
 			apiError(w, http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Requests' of service 'container.googleapis.com'.")
-		case ServerError:
+		case cloudtest.ServerError:
 			apiError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "The service is currently unavailable.")
 		default:
 			apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "injected invalid argument for "+action)
