@@ -79,23 +79,18 @@ var actions = map[string]string{
 }
 
 func TestConformance(t *testing.T) {
-	var srv *acktest.Server
-	conformance.Run(t, conformance.Harness{
-		Fixture: fixture,
-		New: func(t *testing.T) (cloud.Provider, cloud.ClusterRef) {
-			srv = acktest.New(t)
-			seed(srv)
-			return newProvider(t, srv), ref
-		},
-		Fresh:     func(t *testing.T) cloud.Provider { return newProvider(t, srv) },
-		Inject:    func(kind string, n int, permanent bool) { srv.Inject(actions[kind], n, cloudtest.FaultFor(permanent)) },
-		PollLimit: 20,
-	})
+	conformance.Run(t, conformance.OnFake(fixture, ref, newFake, newProvider, actions))
+}
+
+// newFake starts a fake ACK holding the fixture.
+func newFake(t *testing.T) *acktest.Server {
+	srv := acktest.New(t)
+	seed(srv)
+	return srv
 }
 
 func start(t *testing.T) (*acktest.Server, *ack.Provider) {
-	srv := acktest.New(t)
-	seed(srv)
+	srv := newFake(t)
 	return srv, newProvider(t, srv)
 }
 

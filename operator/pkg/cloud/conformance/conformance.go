@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/cloudtest"
 )
 
 // Call kinds a harness can inject faults into (the names of the
@@ -62,6 +63,31 @@ type Harness struct {
 	// PollLimit bounds the polls of one operation (fake clouds finish
 	// operations after a few polls).
 	PollLimit int
+}
+
+// FakeCloud is a fake cloud server of the providers' tests
+// (`<provider>/<provider>test`, embedding cloudtest.Fake).
+type FakeCloud interface {
+	Inject(action string, n int, kind cloudtest.Fault)
+}
+
+// OnFake is the Harness of a provider tested against its fake cloud:
+// start starts a fresh fake holding the fixture, connect returns a new
+// provider (a new SDK client) against it, and actions maps the suite's call
+// kinds to the fake's API action that does the work.
+func OnFake[F FakeCloud, P cloud.Provider](fx Fixture, ref cloud.ClusterRef, start func(*testing.T) F, connect func(*testing.T, F) P,
+	actions map[string]string) Harness {
+	var fake F
+	return Harness{
+		Fixture: fx,
+		New: func(t *testing.T) (cloud.Provider, cloud.ClusterRef) {
+			fake = start(t)
+			return connect(t, fake), ref
+		},
+		Fresh:     func(t *testing.T) cloud.Provider { return connect(t, fake) },
+		Inject:    func(kind string, n int, permanent bool) { fake.Inject(actions[kind], n, cloudtest.FaultFor(permanent)) },
+		PollLimit: 20,
+	}
 }
 
 // Run runs the suite.

@@ -735,17 +735,13 @@ func apiError(w http.ResponseWriter, status int, code, msg string) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json;charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	cloudtest.WriteJSON(w, status, "application/json;charset=utf-8", v)
 }
 
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
+	return cloudtest.ReadJSON(w, r, v, func(err error) {
 		apiError(w, http.StatusBadRequest, "ErrorParameter", "malformed request body: "+err.Error())
-		return false
-	}
-	return true
+	})
 }
 
 func str(s string) *string { return &s }

@@ -688,17 +688,13 @@ func armError(w http.ResponseWriter, status int, code, msg string) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	cloudtest.WriteJSON(w, status, "application/json; charset=utf-8", v)
 }
 
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
+	return cloudtest.ReadJSON(w, r, v, func(err error) {
 		armError(w, http.StatusBadRequest, "InvalidRequestContent", "The request content was invalid and could not be deserialized: "+err.Error())
-		return false
-	}
-	return true
+	})
 }
 
 func to[T any](v T) *T { return &v }

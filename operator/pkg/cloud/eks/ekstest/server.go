@@ -11,7 +11,6 @@ package ekstest
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -905,17 +904,13 @@ func apiError(w http.ResponseWriter, status int, code, msg string) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	cloudtest.WriteJSON(w, status, "application/json", v)
 }
 
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
+	return cloudtest.ReadJSON(w, r, v, func(err error) {
 		apiError(w, http.StatusBadRequest, "InvalidRequestException", "malformed request body: "+err.Error())
-		return false
-	}
-	return true
+	})
 }
 
 // nextMinor reports whether to is exactly one minor version above from.

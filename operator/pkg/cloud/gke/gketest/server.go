@@ -546,17 +546,13 @@ func apiError(w http.ResponseWriter, code int, status, msg string) {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	cloudtest.WriteJSON(w, status, "application/json; charset=UTF-8", v)
 }
 
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(v); err != nil {
+	return cloudtest.ReadJSON(w, r, v, func(err error) {
 		apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "Invalid JSON payload received. "+err.Error())
-		return false
-	}
-	return true
+	})
 }
 
 func poolEvent(clusterName string, np *container.NodePool, deleted bool) NodeGroupEvent {
