@@ -101,6 +101,32 @@ func (f *Fake) Called(action string) {
 	f.calls[action]++
 }
 
+// Answer is a fake's answer to an injected fault in its cloud's wire
+// format: the HTTP status and the cloud's error code and message.
+type Answer struct {
+	Status        int
+	Code, Message string
+	// ForAction appends " for <action>" to Message.
+	ForAction bool
+}
+
+// Answers is a fake's answer to each kind of fault.
+type Answers map[Fault]Answer
+
+// Intercept takes the fault injected for this call of action, if any,
+// and returns it with the fake's answer to it.
+func (f *Fake) Intercept(action string, answers Answers) (Fault, Answer, bool) {
+	kind, ok := f.NextFault(action)
+	if !ok {
+		return 0, Answer{}, false
+	}
+	a := answers[kind]
+	if a.ForAction {
+		a.Message += " for " + action
+	}
+	return kind, a, true
+}
+
 // NextFault takes the fault injected for this call of action, if any.
 func (f *Fake) NextFault(action string) (Fault, bool) {
 	f.mu.Lock()

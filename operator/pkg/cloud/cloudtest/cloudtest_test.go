@@ -1,6 +1,8 @@
 package cloudtest_test
 
 import (
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -60,4 +62,44 @@ func TestFaultFor(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(cloudtest.FaultFor(false)).To(Equal(cloudtest.Throttle))
 	g.Expect(cloudtest.FaultFor(true)).To(Equal(cloudtest.Permanent))
+}
+
+func TestInterceptAnswersInTheCloudsWords(t *testing.T) {
+	g := NewWithT(t)
+	answers := cloudtest.Answers{
+		cloudtest.Throttle:  {Status: 429, Code: "Throttled", Message: "slow down"},
+		cloudtest.Permanent: {Status: 400, Code: "Invalid", Message: "injected invalid parameter", ForAction: true},
+	}
+	var f cloudtest.Fake
+	_, _, ok := f.Intercept("Get", answers)
+	g.Expect(ok).To(BeFalse(), "nothing injected")
+	f.Inject("Get", 1, cloudtest.Throttle)
+	f.Inject("Get", 1, cloudtest.Permanent)
+	kind, a, ok := f.Intercept("Get", answers)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(kind).To(Equal(cloudtest.Throttle))
+	g.Expect(a).To(Equal(cloudtest.Answer{Status: 429, Code: "Throttled", Message: "slow down"}))
+	kind, a, ok = f.Intercept("Get", answers)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(kind).To(Equal(cloudtest.Permanent))
+	g.Expect(a.Message).To(Equal("injected invalid parameter for Get"))
+}
+
+func TestWireHelpers(t *testing.T) {
+	g := NewWithT(t)
+	rec := httptest.NewRecorder()
+	cloudtest.WriteJSON(rec, 201, "application/json; charset=UTF-8", map[string]int{"a": 1})
+	g.Expect(rec.Code).To(Equal(201))
+	g.Expect(rec.Header().Get("Content-Type")).To(Equal("application/json; charset=UTF-8"))
+	g.Expect(rec.Body.String()).To(MatchJSON(`{"a": 1}`))
+
+	var v struct{ A int }
+	ok := cloudtest.ReadJSON(httptest.NewRecorder(), httptest.NewRequest("POST", "/", strings.NewReader(`{"A": 2}`)), &v, func(error) { t.Fatal("refused") })
+	g.Expect(ok).To(BeTrue())
+	g.Expect(v.A).To(Equal(2))
+	var refused error
+	big := `{"A": "` + strings.Repeat("x", cloudtest.MaxBody) + `"}`
+	ok = cloudtest.ReadJSON(httptest.NewRecorder(), httptest.NewRequest("POST", "/", strings.NewReader(big)), &v, func(err error) { refused = err })
+	g.Expect(ok).To(BeFalse())
+	g.Expect(refused).To(HaveOccurred(), "a body over MaxBody is refused")
 }

@@ -95,6 +95,13 @@ type Addon struct{ Name, Version, Latest string }
 // NodeGroupEvent reports that a node group's Nodes changed (Server.OnNodeGroup).
 type NodeGroupEvent = cloudtest.NodeGroupEvent
 
+// faultAnswers are the answers to injected faults (Server.Inject).
+var faultAnswers = cloudtest.Answers{
+	cloudtest.Throttle:    {Status: http.StatusTooManyRequests, Code: "Throttling.User", Message: "Request was denied due to user flow control."},
+	cloudtest.ServerError: {Status: http.StatusServiceUnavailable, Code: "ServiceUnavailable", Message: "The request has failed due to a temporary failure of the server."},
+	cloudtest.Permanent:   {Status: http.StatusBadRequest, Code: "InvalidParameter", Message: "injected invalid parameter", ForAction: true},
+}
+
 // Server is the fake ACK endpoint.
 type Server struct {
 	// URL is the endpoint, http://127.0.0.1:port.
@@ -269,18 +276,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			apiError(w, http.StatusUnauthorized, "InvalidAccessKeyId.NotFound", "Specified access key is not found or invalid.")
 			return
 		}
-		if f, ok := s.NextFault(rt.action); ok {
-			switch f {
-			case cloudtest.Throttle:
-				if s.ThrottleTimeLeftMS > 0 {
-					w.Header().Set("x-ratelimit-user-api", fmt.Sprintf("Limit:10,Remain:0,TimeLeft:%d,Reset:%d", s.ThrottleTimeLeftMS, time.Now().Unix()+1))
-				}
-				apiError(w, http.StatusTooManyRequests, "Throttling.User", "Request was denied due to user flow control.")
-			case cloudtest.ServerError:
-				apiError(w, http.StatusServiceUnavailable, "ServiceUnavailable", "The request has failed due to a temporary failure of the server.")
-			default:
-				apiError(w, http.StatusBadRequest, "InvalidParameter", "injected invalid parameter for "+rt.action)
+		if kind, a, ok := s.Intercept(rt.action, faultAnswers); ok {
+			if kind == cloudtest.Throttle && s.ThrottleTimeLeftMS > 0 {
+				w.Header().Set("x-ratelimit-user-api", fmt.Sprintf("Limit:10,Remain:0,TimeLeft:%d,Reset:%d", s.ThrottleTimeLeftMS, time.Now().Unix()+1))
 			}
+			apiError(w, a.Status, a.Code, a.Message)
 			return
 		}
 		rt.h(s, w, r, m)

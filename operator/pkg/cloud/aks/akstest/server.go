@@ -79,6 +79,14 @@ type AgentPool struct {
 // NodeGroupEvent reports that a node group's Nodes changed (Server.OnNodeGroup).
 type NodeGroupEvent = cloudtest.NodeGroupEvent
 
+// faultAnswers are the answers to injected faults (Server.Inject).
+var faultAnswers = cloudtest.Answers{
+	cloudtest.Throttle: {Status: http.StatusTooManyRequests, Code: "TooManyRequests",
+		Message: "The request is being throttled as the limit has been reached for operation type - Write_ObservationWindow_00:01:00."},
+	cloudtest.ServerError: {Status: http.StatusServiceUnavailable, Code: "ServiceUnavailable", Message: "The service is temporarily unavailable."},
+	cloudtest.Permanent:   {Status: http.StatusBadRequest, Code: "InvalidParameter", Message: "injected invalid parameter", ForAction: true},
+}
+
 // Server is the fake ARM endpoint.
 type Server struct {
 	// URL is the endpoint (https://127.0.0.1:port, or http:// when
@@ -261,16 +269,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		armError(w, http.StatusBadRequest, "MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
 		return
 	}
-	if f, ok := s.NextFault(action); ok {
-		switch f {
-		case cloudtest.Throttle:
+	if kind, a, ok := s.Intercept(action, faultAnswers); ok {
+		if kind == cloudtest.Throttle {
 			w.Header().Set("Retry-After", cmp.Or(s.ThrottleRetryAfter, "1"))
-			armError(w, http.StatusTooManyRequests, "TooManyRequests", "The request is being throttled as the limit has been reached for operation type - Write_ObservationWindow_00:01:00.")
-		case cloudtest.ServerError:
-			armError(w, http.StatusServiceUnavailable, "ServiceUnavailable", "The service is temporarily unavailable.")
-		default:
-			armError(w, http.StatusBadRequest, "InvalidParameter", "injected invalid parameter for "+action)
 		}
+		armError(w, a.Status, a.Code, a.Message)
 		return
 	}
 	h(w, r)

@@ -93,6 +93,13 @@ type Addon struct {
 // NodeGroupEvent reports that a node group's Nodes changed (Server.OnNodeGroup).
 type NodeGroupEvent = cloudtest.NodeGroupEvent
 
+// faultAnswers are the answers to injected faults (Server.Inject).
+var faultAnswers = cloudtest.Answers{
+	cloudtest.Throttle:    {Status: http.StatusTooManyRequests, Code: "ThrottlingException", Message: "Rate exceeded"},
+	cloudtest.ServerError: {Status: http.StatusInternalServerError, Code: "ServerException", Message: "An internal error occurred"},
+	cloudtest.Permanent:   {Status: http.StatusBadRequest, Code: "InvalidParameterException", Message: "injected invalid parameter", ForAction: true},
+}
+
 // Server is the fake EKS endpoint.
 type Server struct {
 	// URL is the endpoint, http://127.0.0.1:port.
@@ -278,18 +285,11 @@ func (s *Server) wrap(action string, h func(http.ResponseWriter, *http.Request))
 			apiError(w, http.StatusForbidden, "MissingAuthenticationTokenException", "Missing Authentication Token")
 			return
 		}
-		if f, ok := s.NextFault(action); ok {
-			switch f {
-			case cloudtest.Throttle:
-				if s.ThrottleRetryAfter != "" {
-					w.Header().Set("Retry-After", s.ThrottleRetryAfter)
-				}
-				apiError(w, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
-			case cloudtest.ServerError:
-				apiError(w, http.StatusInternalServerError, "ServerException", "An internal error occurred")
-			default:
-				apiError(w, http.StatusBadRequest, "InvalidParameterException", "injected invalid parameter for "+action)
+		if kind, a, ok := s.Intercept(action, faultAnswers); ok {
+			if kind == cloudtest.Throttle && s.ThrottleRetryAfter != "" {
+				w.Header().Set("Retry-After", s.ThrottleRetryAfter)
 			}
+			apiError(w, a.Status, a.Code, a.Message)
 			return
 		}
 		h(w, r)

@@ -70,6 +70,14 @@ type Taint struct{ Key, Value, Effect string }
 // NodeGroupEvent reports that a node group's Nodes changed (Server.OnNodeGroup).
 type NodeGroupEvent = cloudtest.NodeGroupEvent
 
+// faultAnswers are the answers to injected faults (Server.Inject).
+var faultAnswers = cloudtest.Answers{
+	cloudtest.Throttle: {Status: http.StatusTooManyRequests, Code: "RESOURCE_EXHAUSTED",
+		Message: "Quota exceeded for quota metric 'Requests' of service 'container.googleapis.com'."},
+	cloudtest.ServerError: {Status: http.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: "The service is currently unavailable."},
+	cloudtest.Permanent:   {Status: http.StatusBadRequest, Code: "INVALID_ARGUMENT", Message: "injected invalid argument", ForAction: true},
+}
+
 // Server is the fake GKE endpoint.
 type Server struct {
 	// URL is the endpoint, http://127.0.0.1:port/.
@@ -184,18 +192,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request is missing required authentication credential.")
 		return
 	}
-	if f, ok := s.NextFault(action); ok {
-		switch f {
-		case cloudtest.Throttle:
-			if s.ThrottleRetryAfter != "" {
-				w.Header().Set("Retry-After", s.ThrottleRetryAfter)
-			}
-			apiError(w, http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Requests' of service 'container.googleapis.com'.")
-		case cloudtest.ServerError:
-			apiError(w, http.StatusServiceUnavailable, "UNAVAILABLE", "The service is currently unavailable.")
-		default:
-			apiError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "injected invalid argument for "+action)
+	if kind, a, ok := s.Intercept(action, faultAnswers); ok {
+		if kind == cloudtest.Throttle && s.ThrottleRetryAfter != "" {
+			w.Header().Set("Retry-After", s.ThrottleRetryAfter)
 		}
+		apiError(w, a.Status, a.Code, a.Message)
 		return
 	}
 	h(w, r)
