@@ -7,7 +7,11 @@
 // objects listen to. It speaks no wire format itself.
 package cloudtest
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+)
 
 // Fault is what an injected failure answers; each fake answers it with
 // its cloud's own status, error code and message.
@@ -159,4 +163,12 @@ func (f *Fake) Notify(e NodeGroupEvent) {
 	if f.OnNodeGroup != nil {
 		f.OnNodeGroup(e)
 	}
+}
+
+// NextMinor reports whether version to is exactly one minor above from
+// (cloud.MajorMinor), as the clouds upgrade a control plane.
+func NextMinor(from, to string) bool {
+	fm, fn, ok1 := cloud.MajorMinor(from)
+	tm, tn, ok2 := cloud.MajorMinor(to)
+	return ok1 && ok2 && fm == tm && tn == fn+1
 }

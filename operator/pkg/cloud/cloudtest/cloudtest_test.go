@@ -103,3 +103,13 @@ func TestWireHelpers(t *testing.T) {
 	g.Expect(ok).To(BeFalse())
 	g.Expect(refused).To(HaveOccurred(), "a body over MaxBody is refused")
 }
+
+func TestNextMinor(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(cloudtest.NextMinor("1.29", "1.30")).To(BeTrue())
+	g.Expect(cloudtest.NextMinor("1.29.3-aliyun.1", "1.30.1-aliyun.1")).To(BeTrue())
+	g.Expect(cloudtest.NextMinor("1.29", "1.29")).To(BeFalse())
+	g.Expect(cloudtest.NextMinor("1.29", "1.31")).To(BeFalse())
+	g.Expect(cloudtest.NextMinor("1.29", "2.30")).To(BeFalse())
+	g.Expect(cloudtest.NextMinor("1.29", "latest")).To(BeFalse())
+}

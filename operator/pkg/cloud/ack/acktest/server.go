@@ -350,7 +350,7 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request, m []stri
 		apiError(w, http.StatusBadRequest, "ErrorVersionMismatch", fmt.Sprintf("the cluster is at %s, not %s", c.version, in.Version))
 		return
 	}
-	if !fullVersion.MatchString(in.NextVersion) || !nextMinor(c.version, in.NextVersion) {
+	if !fullVersion.MatchString(in.NextVersion) || !cloudtest.NextMinor(c.version, in.NextVersion) {
 		apiError(w, http.StatusBadRequest, "ErrorUpgradeVersion", fmt.Sprintf("cannot upgrade from %s to %q", c.version, in.NextVersion))
 		return
 	}
@@ -673,7 +673,7 @@ func (s *Server) describeVersions(w http.ResponseWriter, r *http.Request, _ []st
 		if want != "" && upgradable {
 			m.UpgradableVersions = []*string{}
 			for _, next := range s.versions {
-				if nextMinor(v, next) {
+				if cloudtest.NextMinor(v, next) {
 					m.UpgradableVersions = append(m.UpgradableVersions, str(next))
 				}
 			}
@@ -710,17 +710,6 @@ func sortedAddons(c *cluster) []*addon {
 }
 
 var fullVersion = regexp.MustCompile(`^\d+\.\d+\.\d+-aliyun\.\d+$`)
-
-func nextMinor(from, to string) bool {
-	var fa, fb, ta, tb int
-	if _, err := fmt.Sscanf(from, "%d.%d", &fa, &fb); err != nil {
-		return false
-	}
-	if _, err := fmt.Sscanf(to, "%d.%d", &ta, &tb); err != nil {
-		return false
-	}
-	return fa == ta && tb == fb+1
-}
 
 var reqID atomic.Int64
 

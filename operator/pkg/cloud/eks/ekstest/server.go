@@ -22,7 +22,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/cloudtest"
 )
 
@@ -373,7 +372,7 @@ func (s *Server) updateClusterVersion(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusConflict, "ResourceInUseException", "Cluster already has an update in progress")
 		return
 	}
-	if !nextMinor(c.version, in.Version) {
+	if !cloudtest.NextMinor(c.version, in.Version) {
 		apiError(w, http.StatusBadRequest, "InvalidParameterException",
 			fmt.Sprintf("Unsupported Kubernetes minor version update from %s to %s", c.version, in.Version))
 		return
@@ -911,13 +910,6 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	return cloudtest.ReadJSON(w, r, v, func(err error) {
 		apiError(w, http.StatusBadRequest, "InvalidRequestException", "malformed request body: "+err.Error())
 	})
-}
-
-// nextMinor reports whether to is exactly one minor version above from.
-func nextMinor(from, to string) bool {
-	fm, fn, ok1 := cloud.MajorMinor(from)
-	tm, tn, ok2 := cloud.MajorMinor(to)
-	return ok1 && ok2 && fm == tm && tn == fn+1
 }
 
 func epoch(t time.Time) float64 { return float64(t.Unix()) }
