@@ -2,7 +2,6 @@ package ack_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -133,18 +132,12 @@ func TestErrorClassification(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
 			srv, p := start(t)
 			srv.ThrottleTimeLeftMS = tc.timeLeftMS
 			srv.Inject(acktest.DescribeClusterDetail, 1, tc.fault)
 			_, err := p.DescribeCluster(context.Background(), ref)
-			var ce *cloud.Error
-			g.Expect(errors.As(err, &ce)).To(BeTrue(), "%v", err)
-			g.Expect(ce.Kind).To(Equal(tc.wantKind))
-			g.Expect(ce.StatusCode).To(Equal(tc.wantStatus))
-			g.Expect(ce.RetryAfter).To(Equal(tc.wantAfter))
-			g.Expect(ce.Error()).NotTo(ContainSubstring(fakeKeyID))
-			g.Expect(ce.Error()).NotTo(ContainSubstring("request id"))
+			conformance.ExpectClassified(t, err, conformance.Classified{Kind: tc.wantKind, Status: tc.wantStatus, RetryAfter: tc.wantAfter},
+				fakeKeyID, "request id")
 		})
 	}
 }

@@ -3,7 +3,6 @@ package aks_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -119,19 +118,12 @@ func TestErrorClassification(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
 			srv, p := start(t)
 			srv.ThrottleRetryAfter = tc.retryAfter
 			srv.Inject(akstest.GetManagedCluster, 1, tc.fault)
 			_, err := p.DescribeCluster(context.Background(), ref)
-			var ce *cloud.Error
-			g.Expect(errors.As(err, &ce)).To(BeTrue(), "%v", err)
-			g.Expect(ce.Kind).To(Equal(tc.wantKind))
-			g.Expect(ce.StatusCode).To(Equal(tc.wantStatus))
-			g.Expect(ce.RetryAfter).To(Equal(tc.wantAfter))
-			g.Expect(ce.Error()).NotTo(ContainSubstring(fakeToken))
-			g.Expect(ce.Error()).NotTo(ContainSubstring("api-version"), "no URLs or query strings")
-			g.Expect(ce.Error()).NotTo(ContainSubstring(ref.SubscriptionID))
+			conformance.ExpectClassified(t, err, conformance.Classified{Kind: tc.wantKind, Status: tc.wantStatus, RetryAfter: tc.wantAfter},
+				fakeToken, "api-version", ref.SubscriptionID)
 		})
 	}
 }

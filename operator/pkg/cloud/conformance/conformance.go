@@ -8,7 +8,9 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -323,6 +325,33 @@ func Poll(t *testing.T, p cloud.Provider, ref cloud.ClusterRef, id string, limit
 	}
 	t.Fatalf("operation %s still running after %d polls", id, limit)
 	return nil
+}
+
+// Classified is what a classified error must carry.
+type Classified struct {
+	Kind       cloud.ErrorKind
+	Status     int
+	RetryAfter time.Duration
+}
+
+// ExpectClassified fails the test unless err is a *cloud.Error as want
+// whose message holds none of never (credentials, URLs, request ids); it
+// returns the error for the provider's own checks.
+func ExpectClassified(t *testing.T, err error, want Classified, never ...string) *cloud.Error {
+	t.Helper()
+	var ce *cloud.Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("got %v, want a *cloud.Error", err)
+	}
+	if got := (Classified{Kind: ce.Kind, Status: ce.StatusCode, RetryAfter: ce.RetryAfter}); got != want {
+		t.Errorf("classified as %+v, want %+v (%v)", got, want, ce)
+	}
+	for _, s := range never {
+		if strings.Contains(ce.Error(), s) {
+			t.Errorf("message %q holds %q", ce.Error(), s)
+		}
+	}
+	return ce
 }
 
 func must(t *testing.T, err error) {

@@ -2,7 +2,6 @@ package eks_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -121,14 +120,9 @@ func TestErrorClassification(t *testing.T) {
 			srv.ThrottleRetryAfter = tc.retryAfter
 			srv.Inject(ekstest.DescribeCluster, 1, tc.fault)
 			_, err := p.DescribeCluster(context.Background(), ref)
-			var ce *cloud.Error
-			g.Expect(errors.As(err, &ce)).To(BeTrue(), "%v", err)
-			g.Expect(ce.Kind).To(Equal(tc.wantKind))
-			g.Expect(ce.StatusCode).To(Equal(tc.wantStatus))
-			g.Expect(ce.RetryAfter).To(Equal(tc.wantAfter))
+			ce := conformance.ExpectClassified(t, err, conformance.Classified{Kind: tc.wantKind, Status: tc.wantStatus, RetryAfter: tc.wantAfter},
+				fakeKeyID, "http://")
 			g.Expect(ce.Op).To(Equal("DescribeCluster"))
-			g.Expect(ce.Error()).NotTo(ContainSubstring(fakeKeyID))
-			g.Expect(ce.Error()).NotTo(ContainSubstring("http://"))
 		})
 	}
 }

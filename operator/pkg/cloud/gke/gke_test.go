@@ -2,7 +2,6 @@ package gke_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -100,17 +99,12 @@ func TestErrorClassification(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
 			srv, p := start(t)
 			srv.ThrottleRetryAfter = tc.retryAfter
 			srv.Inject(gketest.GetCluster, 1, tc.fault)
 			_, err := p.DescribeCluster(context.Background(), ref)
-			var ce *cloud.Error
-			g.Expect(errors.As(err, &ce)).To(BeTrue(), "%v", err)
-			g.Expect(ce.Kind).To(Equal(tc.wantKind))
-			g.Expect(ce.StatusCode).To(Equal(tc.wantStatus))
-			g.Expect(ce.RetryAfter).To(Equal(tc.wantAfter))
-			g.Expect(ce.Error()).NotTo(ContainSubstring(fakeToken))
+			conformance.ExpectClassified(t, err, conformance.Classified{Kind: tc.wantKind, Status: tc.wantStatus, RetryAfter: tc.wantAfter},
+				fakeToken)
 		})
 	}
 }
