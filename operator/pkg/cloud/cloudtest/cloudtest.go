@@ -57,6 +57,10 @@ type Fake struct {
 	// or created), changes version, or is deleted. It runs with the
 	// fake server's lock held: it must not call the server.
 	OnNodeGroup func(NodeGroupEvent)
+	// PollsToFinish is how many polls finish a running operation
+	// (default 3); what counts as a poll is each fake's own (its Server
+	// doc says).
+	PollsToFinish int
 
 	mu      sync.Mutex
 	faults  map[string][]fault
@@ -156,6 +160,14 @@ func (f *Fake) OperationFails() bool {
 		return true
 	}
 	return false
+}
+
+// Polls is PollsToFinish, or its default 3.
+func (f *Fake) Polls() int {
+	if f.PollsToFinish > 0 {
+		return f.PollsToFinish
+	}
+	return 3
 }
 
 // Notify tells OnNodeGroup of e, if set.

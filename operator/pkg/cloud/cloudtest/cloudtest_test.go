@@ -113,3 +113,11 @@ func TestNextMinor(t *testing.T) {
 	g.Expect(cloudtest.NextMinor("1.29", "2.30")).To(BeFalse())
 	g.Expect(cloudtest.NextMinor("1.29", "latest")).To(BeFalse())
 }
+
+func TestPolls(t *testing.T) {
+	g := NewWithT(t)
+	var f cloudtest.Fake
+	g.Expect(f.Polls()).To(Equal(3), "the default")
+	f.PollsToFinish = 1
+	g.Expect(f.Polls()).To(Equal(1))
+}

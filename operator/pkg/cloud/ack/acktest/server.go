@@ -106,9 +106,6 @@ var faultAnswers = cloudtest.Answers{
 type Server struct {
 	// URL is the endpoint, http://127.0.0.1:port.
 	URL string
-	// PollsToFinish is how many DescribeTaskInfo calls finish a task
-	// (default 3).
-	PollsToFinish int
 	// ThrottleTimeLeftMS, if set, is the TimeLeft of x-ratelimit-user-api
 	// sent with throttling.
 	ThrottleTimeLeftMS int
@@ -116,7 +113,8 @@ type Server struct {
 	// Throttling.User, with an x-ratelimit-user-api TimeLeft when
 	// Server.ThrottleTimeLeftMS is set; ServerError answers 503
 	// ServiceUnavailable; Permanent answers 400 InvalidParameter. It counts
-	// calls (Calls) and reports node groups (OnNodeGroup).
+	// calls (Calls), reports node groups (OnNodeGroup), and PollsToFinish is
+	// how many DescribeTaskInfo calls finish a task (default 3).
 	cloudtest.Fake
 
 	srv *httptest.Server
@@ -586,7 +584,7 @@ func (s *Server) describeTask(w http.ResponseWriter, _ *http.Request, m []string
 	if *t.info.State == "running" {
 		t.polls++
 		t.info.Updated = str(time.Now().UTC().Format(time.RFC3339Nano))
-		if t.polls >= s.pollsToFinish() {
+		if t.polls >= s.Polls() {
 			if t.fail {
 				t.info.State = str("failed")
 				t.info.Error = &cs.DescribeTaskInfoResponseBodyError{Code: str("ErrorTaskFailed"), Message: str("simulated failure of " + *t.info.TaskType)}
@@ -681,13 +679,6 @@ func (s *Server) describeVersions(w http.ResponseWriter, r *http.Request, _ []st
 		out = append(out, m)
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) pollsToFinish() int {
-	if s.PollsToFinish > 0 {
-		return s.PollsToFinish
-	}
-	return 3
 }
 
 func setKubelet(np *cs.DescribeClusterNodePoolsResponseBodyNodepools, v string) {

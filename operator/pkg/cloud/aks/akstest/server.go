@@ -92,9 +92,6 @@ type Server struct {
 	// URL is the endpoint (https://127.0.0.1:port, or http:// when
 	// started with TLS off).
 	URL string
-	// PollsToFinish is how many observations (operation-status GETs or
-	// GETs of the target) finish an operation (default 3).
-	PollsToFinish int
 	// PageSize bounds list pages (default 1, so nextLink paging runs).
 	PageSize int
 	// ThrottleRetryAfter is the Retry-After sent with throttling
@@ -103,7 +100,9 @@ type Server struct {
 	// Fake injects faults (Inject, FailOperations): Throttle answers 429
 	// TooManyRequests with Retry-After (ARM sends one); ServerError answers
 	// 503 ServiceUnavailable; Permanent answers 400 InvalidParameter. It
-	// counts calls (Calls) and reports node groups (OnNodeGroup).
+	// counts calls (Calls), reports node groups (OnNodeGroup), and
+	// PollsToFinish is how many observations (operation-status GETs or GETs
+	// of the target) finish an operation (default 3).
 	cloudtest.Fake
 
 	srv *httptest.Server
@@ -331,7 +330,7 @@ func (s *Server) advance(o *operation) {
 		return
 	}
 	o.polls++
-	if o.polls < s.pollsToFinish() {
+	if o.polls < s.Polls() {
 		return
 	}
 	o.ended = time.Now().UTC()
@@ -646,13 +645,6 @@ func (s *Server) operationResult(w http.ResponseWriter, r *http.Request, id stri
 	default:
 		w.WriteHeader(http.StatusNoContent)
 	}
-}
-
-func (s *Server) pollsToFinish() int {
-	if s.PollsToFinish > 0 {
-		return s.PollsToFinish
-	}
-	return 3
 }
 
 func ifMatch(w http.ResponseWriter, r *http.Request, etag *string) bool {

@@ -103,9 +103,6 @@ var faultAnswers = cloudtest.Answers{
 type Server struct {
 	// URL is the endpoint, http://127.0.0.1:port.
 	URL string
-	// PollsToFinish is how many reads of a running operation finish it
-	// (default 3).
-	PollsToFinish int
 	// PageSize bounds list pages (default 1, so pagination always runs).
 	PageSize int
 	// ThrottleRetryAfter, if set, is sent as Retry-After with throttling.
@@ -114,7 +111,9 @@ type Server struct {
 	// ThrottlingException (with Retry-After when Server.ThrottleRetryAfter
 	// is set; EKS itself sends none); ServerError answers 500
 	// ServerException; Permanent answers 400 InvalidParameterException. It
-	// counts calls (Calls) and reports node groups (OnNodeGroup).
+	// counts calls (Calls), reports node groups (OnNodeGroup), and
+	// PollsToFinish is how many reads of a running operation finish it
+	// (default 3).
 	cloudtest.Fake
 
 	srv *httptest.Server
@@ -415,7 +414,7 @@ func (s *Server) describeUpdate(w http.ResponseWriter, r *http.Request) {
 	}
 	if u.wire.Status == "InProgress" {
 		u.polls++
-		if u.polls >= s.pollsToFinish() {
+		if u.polls >= s.Polls() {
 			s.finishUpdate(c, u)
 		}
 	}
@@ -593,7 +592,7 @@ func (s *Server) createNodegroup(w http.ResponseWriter, r *http.Request) {
 	if version == "" {
 		version = c.version
 	}
-	g := &nodegroup{token: in.ClientRequestToken, countdown: s.pollsToFinish(), wire: wireNodegroup{
+	g := &nodegroup{token: in.ClientRequestToken, countdown: s.Polls(), wire: wireNodegroup{
 		NodegroupName: in.NodegroupName, ClusterName: c.name, Version: version, ReleaseVersion: version + ".20260101",
 		NodegroupArn: "arn:aws:eks:" + c.region + ":000000000000:nodegroup/" + c.name + "/" + in.NodegroupName,
 		Status:       "CREATING", CapacityType: cmp.Or(in.CapacityType, "ON_DEMAND"), AmiType: cmp.Or(in.AmiType, "AL2023_x86_64_STANDARD"),
@@ -620,7 +619,7 @@ func (s *Server) deleteNodegroup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.wire.Status = "DELETING"
-	g.countdown = s.pollsToFinish()
+	g.countdown = s.Polls()
 	g.fail = false
 	g.fail = s.OperationFails()
 	writeJSON(w, http.StatusOK, map[string]any{"nodegroup": g.wire})
@@ -784,13 +783,6 @@ func (s *Server) describeAddonVersions(w http.ResponseWriter, r *http.Request) {
 		infos = append(infos, map[string]any{"addonName": n, "type": "networking", "addonVersions": versions})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"addons": infos, "nextToken": next})
-}
-
-func (s *Server) pollsToFinish() int {
-	if s.PollsToFinish > 0 {
-		return s.PollsToFinish
-	}
-	return 3
 }
 
 // Wire types: the EKS REST-JSON shapes (camelCase members).

@@ -82,16 +82,14 @@ var faultAnswers = cloudtest.Answers{
 type Server struct {
 	// URL is the endpoint, http://127.0.0.1:port/.
 	URL string
-	// PollsToFinish is how many operations.get calls finish an operation
-	// (default 3).
-	PollsToFinish int
 	// ThrottleRetryAfter, if set, is sent as Retry-After with throttling.
 	ThrottleRetryAfter string
 	// Fake injects faults (Inject, FailOperations): Throttle answers 429
 	// RESOURCE_EXHAUSTED (with Retry-After when Server.ThrottleRetryAfter is
 	// set); ServerError answers 503 UNAVAILABLE; Permanent answers 400
-	// INVALID_ARGUMENT. It counts calls (Calls) and reports node groups
-	// (OnNodeGroup).
+	// INVALID_ARGUMENT. It counts calls (Calls), reports node groups
+	// (OnNodeGroup), and PollsToFinish is how many operations.get calls
+	// finish an operation (default 3).
 	cloudtest.Fake
 
 	srv *httptest.Server
@@ -482,7 +480,7 @@ func (s *Server) getOperation(w http.ResponseWriter, name string) {
 	}
 	if o.op.Status != "DONE" {
 		o.polls++
-		if o.polls >= s.pollsToFinish() {
+		if o.polls >= s.Polls() {
 			o.op.Status = "DONE"
 			o.op.EndTime = time.Now().UTC().Format(time.RFC3339Nano)
 			if o.fail {
@@ -508,13 +506,6 @@ func (s *Server) listOperations(w http.ResponseWriter, parent string) {
 		out.Operations = append(out.Operations, s.ops[n].op)
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) pollsToFinish() int {
-	if s.PollsToFinish > 0 {
-		return s.PollsToFinish
-	}
-	return 3
 }
 
 // resolve turns a version alias into a full GKE version: "1.30" ->
