@@ -11,14 +11,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -77,21 +79,25 @@ func Render(o Options) (*Result, error) {
 	}
 	vals = MergeValues(vals, o.Values)
 
-	kv, err := chartutil.ParseKubeVersion(KubeVersion)
+	kv, err := common.ParseKubeVersion(KubeVersion)
 	if err != nil {
 		return nil, err
 	}
-	install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-	install.DryRun = true
-	install.ClientOnly = true
+	install := action.NewInstall(action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler)))
+	// A client-side dry run is `helm template`: no cluster is contacted.
+	install.DryRunStrategy = action.DryRunClient
 	install.Replace = true
 	install.ReleaseName = o.ReleaseName
 	install.Namespace = o.Namespace
 	install.KubeVersion = kv
 	install.DisableHooks = true
-	rel, err := install.Run(chrt, vals)
+	released, err := install.Run(chrt, vals)
 	if err != nil {
 		return nil, fmt.Errorf("rendering chart %s: %w", chrt.Name(), err)
+	}
+	rel, ok := released.(*release.Release)
+	if !ok {
+		return nil, fmt.Errorf("rendering chart %s: unexpected release type %T", chrt.Name(), released)
 	}
 	res := &Result{Manifest: strings.TrimSpace(rel.Manifest) + "\n", Notes: rel.Info.Notes}
 	if len(rel.Hooks) > 0 {
