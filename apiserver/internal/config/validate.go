@@ -278,7 +278,7 @@ func (c BackupsConfig) validate() []error {
 	if c.CredentialsSecretKey != "" {
 		if c.CredentialsSecret == "" {
 			add("backups.credentialsSecretKey needs backups.credentialsSecret")
-		} else if msg := SecretKeyProblem(c.CredentialsSecretKey); msg != "" {
+		} else if msg := opsv1.SecretKeyProblem(c.CredentialsSecretKey); msg != "" {
 			add("backups.credentialsSecretKey: %s", msg)
 		}
 	}
