@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -47,7 +48,8 @@ type Options struct {
 // Result is a rendered chart.
 type Result struct {
 	// Manifest is the templates' output as Helm prints it ("# Source:"
-	// comments included), in Helm's install order.
+	// comments included), in Helm's install order, each document trimmed
+	// (docEndRE).
 	Manifest string
 	// CRDManifest is the chart's crds/ files, in file-name order.
 	CRDManifest string
@@ -58,6 +60,15 @@ type Result struct {
 	// Notes is NOTES.txt rendered.
 	Notes string
 }
+
+// docEndRE is the end of one document and the separator of the next.
+// Helm v4 keeps what a template leaves after its last line (blank lines,
+// indentation); Helm v3 trimmed every document, and so does Render, so
+// that the manifest (and the kustomize base written from it) does not
+// change with Helm's major version. YAML gives trailing blank lines of a
+// document no meaning, except in a keep-chomped (|+) block scalar, which
+// the chart does not use.
+var docEndRE = regexp.MustCompile(`[ \t\r\n]*\n---\n`)
 
 // Render renders the chart. A values.schema.json violation is an error.
 func Render(o Options) (*Result, error) {
@@ -99,7 +110,7 @@ func Render(o Options) (*Result, error) {
 	if !ok {
 		return nil, fmt.Errorf("rendering chart %s: unexpected release type %T", chrt.Name(), released)
 	}
-	res := &Result{Manifest: strings.TrimSpace(rel.Manifest) + "\n", Notes: rel.Info.Notes}
+	res := &Result{Manifest: docEndRE.ReplaceAllString(strings.TrimSpace(rel.Manifest), "\n---\n") + "\n", Notes: rel.Info.Notes}
 	if len(rel.Hooks) > 0 {
 		return nil, errors.New("the chart has hooks: kustomize could not reproduce them")
 	}
