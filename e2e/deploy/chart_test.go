@@ -233,7 +233,7 @@ func TestValuesDocumentEverySchemaKey(t *testing.T) {
 	_ = renderChart(t, "ops-server", "observability", nil)
 }
 
-// TestServerPodShape: the ops-server Pod is the shape of DESIGN.md — one
+// TestServerPodShape: the ops-server Pod has the shape docs/install.md gives — one
 // replica, three containers (ops-apiserver, source-controller,
 // helm-controller), locked down — with the chart repository and the artifact
 // storage on localhost, and the Flux controllers started with the flags of

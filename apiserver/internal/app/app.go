@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/go-logr/logr"
@@ -38,7 +37,6 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
-	"github.com/tidbcloud/ops-server/apiserver/internal/chartvalues"
 	"github.com/tidbcloud/ops-server/apiserver/internal/components"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
@@ -213,7 +211,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.close()
 		return nil, err
 	}
-	source, err := a.chartSource(cfg.Chart, local)
+	source, err := vmclusters.NewChartSource(cfg.Chart, local, a.repoURL)
 	if err != nil {
 		a.close()
 		return nil, err
@@ -397,88 +395,13 @@ func restConfig(cfg *config.Config, override *rest.Config) (*rest.Config, error)
 	return rc, nil
 }
 
-// chartSource works out where the vmcluster chart comes from; a baked
-// chart is looked up among the packaged local charts.
-func (a *App) chartSource(c config.ChartConfig, local []*chartrepo.Chart) (vmclusters.ChartSource, error) {
-	src := vmclusters.ChartSource{Name: c.Name, DefaultVersion: c.Version, URL: c.Repository, SecretName: c.SecretName}
-	switch c.SourceType() {
-	case config.SourceOCI:
-		src.OCI, src.Insecure = true, c.Insecure
-		return src, nil
-	case config.SourceHTTPS:
-		return src, nil
-	}
-	return localSource(src, nil, local, c.LocalDir, a.repoURL)
-}
-
-// localSource fills src (Name and DefaultVersion set) from the packaged
-// charts: the default version (the highest when unset), the known
-// versions (only those of allowed, when not empty), their defaults and
-// values validators.
-func localSource(src vmclusters.ChartSource, allowed []string, charts []*chartrepo.Chart, dir, url string) (vmclusters.ChartSource, error) {
-	var best *semver.Version
-	for _, ch := range charts {
-		if ch.Name != src.Name || (len(allowed) > 0 && !slices.Contains(allowed, ch.Version)) {
-			continue
-		}
-		v, err := semver.NewVersion(ch.Version)
-		if err != nil {
-			continue
-		}
-		if src.DefaultVersion != "" && ch.Version == src.DefaultVersion {
-			best = v
-			break
-		}
-		if src.DefaultVersion == "" && (best == nil || v.GreaterThan(best)) {
-			best = v
-		}
-	}
-	if best == nil {
-		if src.DefaultVersion != "" {
-			return src, fmt.Errorf("no chart %q version %s in %s", src.Name, src.DefaultVersion, dir)
-		}
-		return src, fmt.Errorf("no chart %q in %s", src.Name, dir)
-	}
-	src.DefaultVersion = best.Original()
-	src.Validators = map[string]vmclusters.ValuesValidator{}
-	src.Defaults = map[string]map[string]any{}
-	for _, ch := range charts {
-		if ch.Name != src.Name || (len(allowed) > 0 && !slices.Contains(allowed, ch.Version)) {
-			continue
-		}
-		src.Versions = append(src.Versions, ch.Version)
-		src.Defaults[ch.Version] = ch.Values
-		v, err := chartvalues.New(ch.Loaded())
-		if err != nil {
-			return src, fmt.Errorf("the values schema of chart %s %s: %w", ch.Name, ch.Version, err)
-		}
-		src.Validators[ch.Version] = v
-	}
-	src.URL = url
-	return src, nil
-}
-
 // catalog builds the components' catalog (config.CatalogConfig).
 func (a *App) catalog(local []*chartrepo.Chart) (components.Catalog, error) {
 	cat := components.Catalog{Entries: map[string]components.Entry{}, VMClusterChart: a.cfg.Chart.Name}
 	for _, c := range a.cfg.Catalog.Charts {
-		src := vmclusters.ChartSource{Name: c.Name, DefaultVersion: c.Version, URL: c.Repository, SecretName: c.SecretName}
-		switch c.SourceType() {
-		case config.SourceOCI:
-			src.OCI, src.Insecure = true, c.Insecure
-			fallthrough
-		case config.SourceHTTPS:
-			// A remote repository cannot be asked: the allowed versions
-			// are the configured ones.
-			src.Versions = c.Versions
-			if len(src.Versions) == 0 {
-				src.Versions = []string{c.Version}
-			}
-		default:
-			var err error
-			if src, err = localSource(src, c.Versions, local, a.cfg.CatalogLocalDir(), a.repoURL); err != nil {
-				return cat, fmt.Errorf("catalog: %w", err)
-			}
+		src, err := vmclusters.NewCatalogChartSource(c, local, a.cfg.CatalogLocalDir(), a.repoURL)
+		if err != nil {
+			return cat, fmt.Errorf("catalog: %w", err)
 		}
 		cat.Entries[c.Name] = components.Entry{Source: src, Namespaces: c.Namespaces}
 	}

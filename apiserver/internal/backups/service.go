@@ -107,7 +107,7 @@ func (s *Service) destination(ctx context.Context, req *Request) (Destination, e
 	if msg := opsv1.FSDestinationProblem(d.URL, s.Defaults.FSRoots); msg != "" {
 		return d, apierror.InvalidArgument("the backup request is invalid", apierror.Violation("destination.url", "%s", msg))
 	}
-	fs := config.IsFSBackupDestination(d.URL)
+	fs := opsv1.IsFSBackupDestination(d.URL)
 	switch {
 	case rd.CredentialsSecret != nil:
 		d.CredentialsSecret, d.CredentialsSecretKey = *rd.CredentialsSecret, rd.CredentialsSecretKey

@@ -1,13 +1,21 @@
-// Package backups is the backup REST API of ops-apiserver:
-// /api/v1/observability-ops/vmclusters/{vmclusterId}/backups (create,
-// list, get, delete) over ClusterBackup objects, which ops-operator carries
-// out (docs/backups.md).
+// Package backups is the backup REST API of ops-apiserver, over objects
+// ops-operator carries out (docs/backups.md):
 //
-// The handler binds and validates requests, the service resolves the
-// vmcluster through the vmclusters API, decides and talks to Kubernetes
-// (reads from the informer cache, writes to the API server under the
-// ops-server field manager). Translation between the REST body and the
-// ClusterBackup is pure.
+//   - /api/v1/observability-ops/vmclusters/{vmclusterId}/backups (create,
+//     list, get, delete) over ClusterBackup objects;
+//   - /api/v1/observability-ops/vmclusters/{vmclusterId}/backupSchedules
+//     (create, list, get, update, delete) over ClusterBackupSchedule
+//     objects, from which ops-operator creates a ClusterBackup per cron tick
+//     and deletes the ones past the retention.
+//
+// Restores of a backup are package restores. A destination is held to the
+// ClusterBackup CRD's rules (opsv1.BackupDestinationProblem) and to the
+// administrator's fs:// roots before anything is written.
+//
+// The handlers bind and validate requests; the services resolve the
+// vmcluster through the vmclusters API, decide and talk to Kubernetes
+// (reads from the informer cache, writes to the API server). Translation
+// between the REST bodies and the objects is pure.
 package backups
 
 import "github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"

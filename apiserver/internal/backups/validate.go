@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
-	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
 	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -51,7 +50,7 @@ func Validate(r *Request) []apierror.FieldViolation {
 	add := func(field, format string, args ...any) { v = append(v, apierror.Violation(field, format, args...)) }
 	if d := r.Destination; d != nil {
 		if d.URL != "" {
-			if msg := config.BackupDestinationProblem(d.URL); msg != "" {
+			if msg := opsv1.BackupDestinationProblem(d.URL); msg != "" {
 				add("destination.url", "%s", msg)
 			}
 		}
@@ -60,14 +59,14 @@ func Validate(r *Request) []apierror.FieldViolation {
 			if len(validation.IsDNS1123Subdomain(*d.CredentialsSecret)) > 0 {
 				add("destination.credentials_secret", "must be a Secret name: at most 253 lower case letters, digits, '-' and '.', starting and ending with a letter or digit")
 			}
-			if d.URL != "" && config.IsFSBackupDestination(d.URL) {
+			if d.URL != "" && opsv1.IsFSBackupDestination(d.URL) {
 				add("destination.credentials_secret", "is not used with an fs:// destination")
 			}
 		case d.CredentialsSecretKey != "":
 			add("destination.credentials_secret_key", "needs destination.credentials_secret")
 		}
 		if d.CredentialsSecretKey != "" {
-			if msg := config.SecretKeyProblem(d.CredentialsSecretKey); msg != "" {
+			if msg := opsv1.SecretKeyProblem(d.CredentialsSecretKey); msg != "" {
 				add("destination.credentials_secret_key", "%s", msg)
 			}
 		}

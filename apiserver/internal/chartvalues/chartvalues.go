@@ -3,7 +3,7 @@
 // merged over the chart's defaults the way Helm merges them, validated
 // against the chart's values.schema.json with the JSON-schema
 // implementation Helm itself uses (santhosh-tekuri/jsonschema/v6, as in
-// helm.sh/helm/v3/pkg/chartutil), and the chart is rendered once with the
+// helm.sh/helm/v4/pkg/chart/common/util), and the chart is rendered once with the
 // Helm engine so that a template's own `fail` refuses the request too.
 //
 // Helm validates the same schema at install, but its answer arrives as a
@@ -31,9 +31,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/engine"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 )
@@ -47,7 +48,7 @@ const schemaURL = "file:///values.schema.json"
 
 // renderRelease is the release the chart is rendered as at request time;
 // only metadata depends on it.
-var renderRelease = chartutil.ReleaseOptions{Name: "validation", Namespace: "validation", Revision: 1, IsInstall: true}
+var renderRelease = common.ReleaseOptions{Name: "validation", Namespace: "validation", Revision: 1, IsInstall: true}
 
 // Validator checks values against one chart version.
 type Validator struct {
@@ -122,7 +123,7 @@ func (v *Validator) Validate(values []byte) []apierror.FieldViolation {
 // merge decodes values and merges them over the chart's defaults as Helm
 // does (a null removes a default). With numbers, numbers stay as written
 // (json.Number), so that 1.0000000000000001 is not an integer.
-func (v *Validator) merge(values []byte, numbers bool) (chartutil.Values, error) {
+func (v *Validator) merge(values []byte, numbers bool) (common.Values, error) {
 	dec := json.NewDecoder(bytes.NewReader(values))
 	if numbers {
 		dec.UseNumber()
@@ -156,7 +157,7 @@ func (v *Validator) render(values []byte, helmSchema bool) (map[string]string, e
 	if err := json.Unmarshal(values, &m); err != nil {
 		return nil, fmt.Errorf("values: %w", err)
 	}
-	rv, err := chartutil.ToRenderValuesWithSchemaValidation(v.chart, m, renderRelease, chartutil.DefaultCapabilities, !helmSchema)
+	rv, err := chartutil.ToRenderValuesWithSchemaValidation(v.chart, m, renderRelease, common.DefaultCapabilities, !helmSchema)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +178,7 @@ func renderMessage(err error) string {
 // crossField checks what a JSON schema cannot express: replicationFactor
 // at most vmstorage.replicaCount (the vmcluster chart's template fails on
 // it too, with a less precise message).
-func crossField(merged chartutil.Values) []apierror.FieldViolation {
+func crossField(merged common.Values) []apierror.FieldViolation {
 	rf, ok1 := number(merged["replicationFactor"])
 	storage, _ := merged["vmstorage"].(map[string]any)
 	rc, ok2 := number(storage["replicaCount"])
@@ -293,7 +294,7 @@ func path(root any, loc []string) string {
 			cur = nil
 		case map[string]any:
 			cur = c[seg]
-		case chartutil.Values:
+		case common.Values:
 			cur = c[seg]
 		default:
 			cur = nil

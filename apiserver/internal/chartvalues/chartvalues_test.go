@@ -5,8 +5,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
@@ -221,7 +222,7 @@ func TestChartWithoutSchema(t *testing.T) {
 	c := &chart.Chart{
 		Metadata: &chart.Metadata{APIVersion: "v2", Name: "plain", Version: "1.0.0"},
 		Values:   map[string]any{"n": 1},
-		Templates: []*chart.File{{Name: "templates/cm.yaml", Data: []byte(
+		Templates: []*common.File{{Name: "templates/cm.yaml", Data: []byte(
 			`{{- if gt (int .Values.n) 2 }}{{ fail "n must be at most 2" }}{{ end }}` + "\nkind: ConfigMap\n")}},
 	}
 	v, err := New(c)

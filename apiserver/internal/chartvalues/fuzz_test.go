@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/releaseutil"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"sigs.k8s.io/yaml"
 )
 

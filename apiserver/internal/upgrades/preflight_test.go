@@ -144,7 +144,7 @@ func TestPreflightReportsRemovedAPIsOfHelmReleases(t *testing.T) {
 	})).To(Succeed())
 	err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opsv1.VMClusterNamespace}})
 	g.Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "%v", err)
-	// As Helm's Secret storage driver writes a release (helm.sh/helm/v3
+	// As Helm's Secret storage driver writes a release (helm.sh/helm/v4
 	// pkg/storage/driver: data.release = base64(gzip(JSON)), labels owner,
 	// name, status, version); the driver itself is not imported, as it
 	// pulls in Helm's SQL driver.

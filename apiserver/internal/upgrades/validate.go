@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
-	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -230,9 +229,9 @@ func Validate(r *Request) []apierror.FieldViolation {
 			case g.Destination.URL == "":
 				add(bf+".destination.url", "is required")
 			default:
-				if msg := config.BackupDestinationProblem(g.Destination.URL); msg != "" {
+				if msg := opsv1.BackupDestinationProblem(g.Destination.URL); msg != "" {
 					add(bf+".destination.url", "%s", msg)
-				} else if config.IsFSBackupDestination(g.Destination.URL) && g.Destination.CredentialsSecretRef != nil {
+				} else if opsv1.IsFSBackupDestination(g.Destination.URL) && g.Destination.CredentialsSecretRef != nil {
 					add(bf+".destination.credentialsSecretRef", "is not used with an fs:// url")
 				}
 			}

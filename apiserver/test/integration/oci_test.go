@@ -15,11 +15,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 )
 
-// Helm's OCI media types (helm.sh/helm/v3/pkg/registry).
+// Helm's OCI media types (helm.sh/helm/v4/pkg/registry).
 const (
 	helmConfigMediaType  types.MediaType = "application/vnd.cncf.helm.config.v1+json"
 	helmContentMediaType types.MediaType = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"

@@ -11,14 +11,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v4/pkg/action"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	release "helm.sh/helm/v4/pkg/release/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -45,7 +48,8 @@ type Options struct {
 // Result is a rendered chart.
 type Result struct {
 	// Manifest is the templates' output as Helm prints it ("# Source:"
-	// comments included), in Helm's install order.
+	// comments included), in Helm's install order, each document trimmed
+	// (docEndRE).
 	Manifest string
 	// CRDManifest is the chart's crds/ files, in file-name order.
 	CRDManifest string
@@ -56,6 +60,15 @@ type Result struct {
 	// Notes is NOTES.txt rendered.
 	Notes string
 }
+
+// docEndRE is the end of one document and the separator of the next.
+// Helm v4 keeps what a template leaves after its last line (blank lines,
+// indentation); Helm v3 trimmed every document, and so does Render, so
+// that the manifest (and the kustomize base written from it) does not
+// change with Helm's major version. YAML gives trailing blank lines of a
+// document no meaning, except in a keep-chomped (|+) block scalar, which
+// the chart does not use.
+var docEndRE = regexp.MustCompile(`[ \t\r\n]*\n---\n`)
 
 // Render renders the chart. A values.schema.json violation is an error.
 func Render(o Options) (*Result, error) {
@@ -77,23 +90,27 @@ func Render(o Options) (*Result, error) {
 	}
 	vals = MergeValues(vals, o.Values)
 
-	kv, err := chartutil.ParseKubeVersion(KubeVersion)
+	kv, err := common.ParseKubeVersion(KubeVersion)
 	if err != nil {
 		return nil, err
 	}
-	install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
-	install.DryRun = true
-	install.ClientOnly = true
+	install := action.NewInstall(action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler)))
+	// A client-side dry run is `helm template`: no cluster is contacted.
+	install.DryRunStrategy = action.DryRunClient
 	install.Replace = true
 	install.ReleaseName = o.ReleaseName
 	install.Namespace = o.Namespace
 	install.KubeVersion = kv
 	install.DisableHooks = true
-	rel, err := install.Run(chrt, vals)
+	released, err := install.Run(chrt, vals)
 	if err != nil {
 		return nil, fmt.Errorf("rendering chart %s: %w", chrt.Name(), err)
 	}
-	res := &Result{Manifest: strings.TrimSpace(rel.Manifest) + "\n", Notes: rel.Info.Notes}
+	rel, ok := released.(*release.Release)
+	if !ok {
+		return nil, fmt.Errorf("rendering chart %s: unexpected release type %T", chrt.Name(), released)
+	}
+	res := &Result{Manifest: docEndRE.ReplaceAllString(strings.TrimSpace(rel.Manifest), "\n---\n") + "\n", Notes: rel.Info.Notes}
 	if len(rel.Hooks) > 0 {
 		return nil, errors.New("the chart has hooks: kustomize could not reproduce them")
 	}

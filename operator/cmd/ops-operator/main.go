@@ -1,5 +1,8 @@
-// Command ops-operator runs the ops-server operator: it reconciles
-// ClusterUpgradeOperations (and, later, ClusterBackups).
+// Command ops-operator runs the ops-server operator. It reconciles every
+// ops-server custom resource: ClusterUpgradeOperations, ClusterBackups,
+// ClusterBackupSchedules, ClusterRestores, VMClusterOperations and
+// ObservabilityStacks. main only parses the flags and starts the manager
+// that operator/internal/manager builds.
 package main
 
 import (
