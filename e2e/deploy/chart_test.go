@@ -234,11 +234,13 @@ func TestValuesDocumentEverySchemaKey(t *testing.T) {
 	_ = renderChart(t, "ops-server", "observability", nil)
 }
 
-// TestServerPodShape: the ops-server Pod is the shape of DESIGN.md — one
-// replica, three containers (ops-apiserver, source-controller,
-// helm-controller), locked down — with the chart repository and the artifact
-// storage on localhost, and the Flux controllers started with the flags of
-// the local harness (operator/testenv/flux.go).
+// TestServerPodShape: the ops-server Pod is the shape of DESIGN.md — three
+// containers (ops-apiserver, source-controller, helm-controller), locked
+// down, two replicas in production and one in the dev values — with the
+// chart repository on localhost, the artifact storage on localhost (one
+// replica) or the Pod IP (two), and the Flux controllers started with the
+// flags of the local harness (operator/testenv/flux.go) plus leader
+// election.
 func TestServerPodShape(t *testing.T) {
 	for _, tc := range renderCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
