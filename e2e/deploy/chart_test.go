@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -233,19 +234,28 @@ func TestValuesDocumentEverySchemaKey(t *testing.T) {
 	_ = renderChart(t, "ops-server", "observability", nil)
 }
 
-// TestServerPodShape: the ops-server Pod has the shape docs/install.md gives — one
-// replica, three containers (ops-apiserver, source-controller,
-// helm-controller), locked down — with the chart repository and the artifact
-// storage on localhost, and the Flux controllers started with the flags of
-// the local harness (operator/testenv/flux.go).
+// TestServerPodShape: the ops-server Pod is the shape of DESIGN.md — three
+// containers (ops-apiserver, source-controller, helm-controller), locked
+// down, two replicas in production and one in the dev values — with the
+// chart repository on localhost, the artifact storage on localhost (one
+// replica) or the Pod IP (two), and the Flux controllers started with the
+// flags of the local harness (operator/testenv/flux.go) plus leader
+// election.
 func TestServerPodShape(t *testing.T) {
 	for _, tc := range renderCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			res := renderChart(t, "ops-server", "observability", nil, tc.files...)
 			dep := toDeployment(t, find(t, res.Objects, "Deployment", "ops-server"))
-			g.Expect(*dep.Spec.Replicas).To(Equal(int32(1)))
-			g.Expect(dep.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
+			// Production (the defaults) runs two Pods; the dev values one.
+			ha := tc.name != "values-dev.yaml"
+			if ha {
+				g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
+				g.Expect(dep.Spec.Strategy.Type).To(Equal(appsv1.RollingUpdateDeploymentStrategyType))
+			} else {
+				g.Expect(*dep.Spec.Replicas).To(Equal(int32(1)))
+				g.Expect(dep.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
+			}
 			pod := dep.Spec.Template.Spec
 			g.Expect(containerNames(pod.Containers)).To(Equal([]string{"ops-apiserver", "source-controller", "helm-controller"}))
 			g.Expect(pod.ServiceAccountName).To(Equal("ops-server"))
@@ -277,14 +287,31 @@ func TestServerPodShape(t *testing.T) {
 			g.Expect(apiserver.Args).To(ContainElement("--config=/etc/ops-server/apiserver.yaml"))
 			g.Expect(apiserver.Args).To(ContainElement("--namespace=$(VMCLUSTER_NAMESPACE)"))
 
-			// Both Flux controllers: the harness's flags, storage on localhost.
+			// Both Flux controllers: the harness's flags and leader
+			// election; storage on localhost with one replica, on the Pod
+			// IP with two (the helm-controller leader may be in the other
+			// Pod).
 			src := flagMap(t, container(t, pod, "source-controller").Args)
 			helm := flagMap(t, container(t, pod, "helm-controller").Args)
-			g.Expect(src["storage-addr"]).To(HavePrefix("127.0.0.1:"))
-			g.Expect(src["storage-adv-addr"]).To(Equal(src["storage-addr"]))
-			g.Expect(ports).NotTo(HaveKey(portOf(t, src["storage-addr"])), "the storage port must not clash with a container port")
-			g.Expect(keys(src)).To(Equal(harnessFlagNames(t, []string{"storage-path", "storage-addr", "storage-adv-addr", "metrics-addr", "health-addr", "watch-all-namespaces", "watch-label-selector"}, testenv.FluxArgs.Source)))
-			g.Expect(keys(helm)).To(Equal(harnessFlagNames(t, []string{"metrics-addr", "health-addr", "watch-all-namespaces", "watch-label-selector"}, testenv.FluxArgs.Helm)))
+			if ha {
+				g.Expect(src["storage-addr"]).To(HavePrefix(":"))
+				g.Expect(src["storage-adv-addr"]).To(Equal("$(POD_IP)" + src["storage-addr"]))
+				g.Expect(envVar(t, container(t, pod, "source-controller"), "POD_IP")).To(Equal("fieldRef:status.podIP"))
+				g.Expect(ports).To(HaveKeyWithValue(portOf(t, "0.0.0.0"+src["storage-addr"]), "source-controller"), "the storage port is source-controller's")
+			} else {
+				g.Expect(src["storage-addr"]).To(HavePrefix("127.0.0.1:"))
+				g.Expect(src["storage-adv-addr"]).To(Equal(src["storage-addr"]))
+				g.Expect(ports).NotTo(HaveKey(portOf(t, src["storage-addr"])), "the storage port must not clash with a container port")
+			}
+			leaderElection := []string{"enable-leader-election", "leader-election-lease-duration", "leader-election-renew-deadline", "leader-election-retry-period"}
+			g.Expect(keys(src)).To(Equal(harnessFlagNames(t, append([]string{"storage-path", "storage-addr", "storage-adv-addr", "metrics-addr", "health-addr", "watch-all-namespaces", "watch-label-selector"}, leaderElection...), testenv.FluxArgs.Source)))
+			g.Expect(keys(helm)).To(Equal(harnessFlagNames(t, append([]string{"metrics-addr", "health-addr", "watch-all-namespaces", "watch-label-selector"}, leaderElection...), testenv.FluxArgs.Helm)))
+			for _, args := range []map[string]string{src, helm} {
+				g.Expect(args).To(HaveKeyWithValue("enable-leader-election", "true"))
+				g.Expect(args).To(HaveKeyWithValue("leader-election-lease-duration", "35s"))
+				g.Expect(args).To(HaveKeyWithValue("leader-election-renew-deadline", "30s"))
+				g.Expect(args).To(HaveKeyWithValue("leader-election-retry-period", "5s"))
+			}
 			// Flux sharding: both watch ops-server's shard only, the one
 			// ops-apiserver labels its objects with.
 			shard := opsv1.FluxShardLabel + "=" + opsv1.DefaultFluxShard
@@ -296,6 +323,9 @@ func TestServerPodShape(t *testing.T) {
 				harness []string
 			}{"source-controller": {src, testenv.FluxArgs.Source}, "helm-controller": {helm, testenv.FluxArgs.Helm}} {
 				for flag, want := range flagMap(t, args.harness) {
+					if slices.Contains(leaderElection, flag) {
+						continue // the chart's own values, checked above
+					}
 					if flag == "log-encoding" && tc.name != "values-dev.yaml" {
 						// Production logs are JSON; the dev values use the
 						// harness's console encoding (checked exactly).
@@ -331,8 +361,15 @@ func TestOperatorDeployment(t *testing.T) {
 			// The ObservabilityStack's Flux objects are in ops-server's shard.
 			g.Expect(args).To(HaveKeyWithValue("flux-shard", opsv1.DefaultFluxShard), tc.name)
 		}
+		g.Expect(args).To(HaveKeyWithValue("leader-election-lease-duration", "15s"), tc.name)
+		g.Expect(args).To(HaveKeyWithValue("leader-election-renew-deadline", "10s"), tc.name)
+		g.Expect(args).To(HaveKeyWithValue("leader-election-retry-period", "2s"), tc.name)
+		if tc.name == "values-dev.yaml" {
+			g.Expect(*dep.Spec.Replicas).To(Equal(int32(1)), "one on a development cluster")
+		} else {
+			g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)), "%s: production runs a standby", tc.name)
+		}
 		if tc.name == "values-eks.yaml" {
-			g.Expect(*dep.Spec.Replicas).To(Equal(int32(2)))
 			sa := find(t, res.Objects, "ServiceAccount", "ops-server-operator")
 			g.Expect(sa.GetAnnotations()).To(HaveKey("eks.amazonaws.com/role-arn"))
 		}
@@ -650,7 +687,7 @@ func harnessFlagNames(t *testing.T, fixed, args []string) []string {
 	names := append([]string(nil), fixed...)
 	names = append(names, keys(flagMap(t, args))...)
 	sort.Strings(names)
-	return names
+	return slices.Compact(names)
 }
 
 func keys(m map[string]string) []string {

@@ -186,6 +186,13 @@ func localArgs(t *testing.T, args []string, storage string) ([]string, string) {
 			if name == "health-addr" {
 				health = value
 			}
+		case "enable-leader-election":
+			// Outside a Pod controller-runtime cannot tell the Lease's
+			// namespace (it reads the in-cluster namespace file; Flux has
+			// no flag for it): one process needs no election here, and
+			// TestLeaderElectionRBAC runs the election on the chart's
+			// Leases as this ServiceAccount.
+			value = "false"
 		}
 		out = append(out, "--"+name+"="+value)
 	}

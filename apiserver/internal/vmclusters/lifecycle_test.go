@@ -196,6 +196,28 @@ func TestUpdateETag(t *testing.T) {
 	g.Expect(apiErr(t, err).Code).To(Equal(http.StatusConflict))
 }
 
+// TestCacheMissReadsLive: a vmcluster another ops-apiserver replica has
+// just created is not in this replica's cache yet; a read or a write by
+// name finds it in the API server instead of answering 404, and one that
+// exists nowhere is still a 404.
+func TestCacheMissReadsLive(t *testing.T) {
+	g := NewWithT(t)
+	svc, st := newLifecycleService(t, `{}`)
+	st.cached = nil // this replica's cache has not seen the create
+	etag := ETagOf(st.live)
+
+	v, err := svc.Get(context.Background(), "c1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v.ETag).To(Equal(etag))
+	st.cached = nil
+	_, err = svc.Update(context.Background(), "c1", UpdateRequest{Values: []byte(`{"a":1}`), Precondition: Precondition{ETags: []string{etag}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.patches).To(HaveLen(1))
+
+	_, err = svc.Get(context.Background(), "absent")
+	g.Expect(apiErr(t, err).Code).To(Equal(http.StatusNotFound))
+}
+
 func TestDeleteBlockedAndETag(t *testing.T) {
 	g := NewWithT(t)
 	svc, st := newLifecycleService(t, `{}`)

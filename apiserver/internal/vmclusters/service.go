@@ -285,6 +285,12 @@ func (s *Service) resolve(ctx context.Context, id string) (*helmv2.HelmRelease, 
 	}
 	hr, err := s.Store.Get(ctx, id)
 	if apierrors.IsNotFound(err) {
+		// Not in this replica's cache (yet): another ops-apiserver replica
+		// may have created it a moment ago, and a client retrying there
+		// must find it here (docs/install.md, "High availability").
+		hr, err = s.Store.GetLive(ctx, id)
+	}
+	if apierrors.IsNotFound(err) {
 		return nil, notFound(id)
 	}
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
@@ -36,6 +37,24 @@ func TestBackupFSRootsFlag(t *testing.T) {
 	o.BindFlags(fs)
 	g.Expect(fs.Parse([]string{"--backup-fs-roots=/var/backups,/srv/b"})).To(Succeed())
 	g.Expect(o.Backup.FSRoots).To(Equal([]string{"/var/backups", "/srv/b"}))
+}
+
+// TestLeaderElectionTimingFlags: the chart's operator.leaderElection
+// timings reach the manager; inconsistent ones are refused at start.
+func TestLeaderElectionTimingFlags(t *testing.T) {
+	g := NewWithT(t)
+	o := DefaultOptions()
+	g.Expect([]time.Duration{o.LeaseDuration, o.RenewDeadline, o.RetryPeriod}).To(Equal([]time.Duration{15 * time.Second, 10 * time.Second, 2 * time.Second}), "controller-runtime's defaults")
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	g.Expect(fs.Parse([]string{"--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s", "--leader-election-retry-period=4s"})).To(Succeed())
+	g.Expect([]time.Duration{o.LeaseDuration, o.RenewDeadline, o.RetryPeriod}).To(Equal([]time.Duration{30 * time.Second, 20 * time.Second, 4 * time.Second}))
+
+	o.MetricsAddr, o.HealthAddr = "0", "0"
+	o.SkipControllerNameValidation = true
+	o.RenewDeadline = o.LeaseDuration
+	_, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, o, nil)
+	g.Expect(err).To(MatchError(ContainSubstring("--leader-election-lease-duration (30s) must be longer than --leader-election-renew-deadline (30s)")))
 }
 
 // TestNewBackupRunner builds the manager (nothing is called on the API

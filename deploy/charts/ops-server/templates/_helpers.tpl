@@ -117,6 +117,14 @@ and FluxArgs): e2e/deploy checks it.
 - --watch-label-selector=sharding.fluxcd.io/key={{ . }}
 {{- end }}
 - --requeue-dependency={{ .Values.flux.requeueDependency }}
+{{- with .Values.flux.leaderElection }}
+- --enable-leader-election={{ .enabled }}
+{{- if .enabled }}
+- --leader-election-lease-duration={{ .leaseDuration }}
+- --leader-election-renew-deadline={{ .renewDeadline }}
+- --leader-election-retry-period={{ .retryPeriod }}
+{{- end }}
+{{- end }}
 - --log-level={{ .Values.flux.logLevel }}
 - --log-encoding={{ .Values.flux.logEncoding }}
 {{- end }}
@@ -203,4 +211,51 @@ source-controller sidecar (the reader of every HelmRepository).
 */ -}}
 {{- define "ops-server.bootstrapRepository" -}}
 {{- default (printf "http://127.0.0.1:%d" (int .Values.apiserver.localRepositoryPort)) .Values.bootstrap.repository }}
+{{- end }}
+
+{{/*
+The affinity of a Deployment's Pods: values.affinity when set, else
+anti-affinity between the component's Pods on values.antiAffinityTopologyKey,
+preferred or required as values.podAntiAffinity says (none: no affinity).
+Called with (dict "root" . "component" "server" "values" .Values.server).
+*/}}
+{{- define "ops-server.affinity" -}}
+{{- $v := .values -}}
+{{- if $v.affinity }}
+affinity:
+  {{- toYaml $v.affinity | nindent 2 }}
+{{- else if eq $v.podAntiAffinity "required" }}
+affinity:
+  podAntiAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      - topologyKey: {{ $v.antiAffinityTopologyKey }}
+        labelSelector:
+          matchLabels:
+            {{- include "ops-server.selectorLabels" (dict "root" .root "component" .component) | nindent 12 }}
+{{- else if eq $v.podAntiAffinity "preferred" }}
+affinity:
+  podAntiAffinity:
+    preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 100
+        podAffinityTerm:
+          topologyKey: {{ $v.antiAffinityTopologyKey }}
+          labelSelector:
+            matchLabels:
+              {{- include "ops-server.selectorLabels" (dict "root" .root "component" .component) | nindent 14 }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Lease a Flux controller elects its leader with, as Flux names it
+(main.go: "<controller>-leader-election", and with --watch-label-selector
+fluxcd/pkg/runtime/leaderelection.GenerateID appends "-" and the first 8
+hex digits of the selector's SHA-256). Called with
+(dict "root" . "controller" "source-controller").
+*/}}
+{{- define "ops-server.fluxLeaseName" -}}
+{{- $id := printf "%s-leader-election" .controller -}}
+{{- with .root.Values.flux.shard -}}
+{{- $id = printf "%s-%s" $id (printf "sharding.fluxcd.io/key=%s" . | sha256sum | trunc 8) -}}
+{{- end -}}
+{{- $id -}}
 {{- end }}
