@@ -41,11 +41,16 @@ import (
 
 // Options are the operator's settings, bound to flags by BindFlags.
 type Options struct {
-	MetricsAddr          string
-	HealthAddr           string
-	LeaderElection       bool
-	LeaderElectionID     string
-	LeaderElectionNS     string
+	MetricsAddr      string
+	HealthAddr       string
+	LeaderElection   bool
+	LeaderElectionID string
+	LeaderElectionNS string
+	// LeaseDuration, RenewDeadline and RetryPeriod are the leader
+	// election's timings (controller-runtime's defaults: 15 s, 10 s, 2 s).
+	LeaseDuration        time.Duration
+	RenewDeadline        time.Duration
+	RetryPeriod          time.Duration
 	QPS                  float32
 	Burst                int
 	Upgrade              upgrade.Options
@@ -110,6 +115,9 @@ func DefaultOptions() Options {
 		HealthAddr:           ":8081",
 		LeaderElection:       true,
 		LeaderElectionID:     "ops-operator.ops.observability.tidbcloud.com",
+		LeaseDuration:        15 * time.Second,
+		RenewDeadline:        10 * time.Second,
+		RetryPeriod:          2 * time.Second,
 		QPS:                  50,
 		Burst:                100,
 		Upgrade:              upgrade.DefaultOptions(),
@@ -132,6 +140,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect a leader so that only one replica reconciles.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
 	fs.StringVar(&o.LeaderElectionNS, "leader-election-namespace", o.LeaderElectionNS, "Namespace of the leader election Lease (default: the Pod's namespace).")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long a standby replica waits after the leader's last renewal before it takes the Lease over.")
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "How long the leader retries renewing its Lease before it gives up leadership (and exits).")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "Wait between tries to acquire or renew the Lease.")
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the Kubernetes API server.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the Kubernetes API server.")
 	fs.IntVar(&o.Upgrade.MaxConcurrentReconciles, "concurrent", o.Upgrade.MaxConcurrentReconciles, "Number of ClusterUpgradeOperations reconciled at once.")
@@ -223,6 +234,9 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNS,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.LeaseDuration,
+		RenewDeadline:                 &o.RenewDeadline,
+		RetryPeriod:                   &o.RetryPeriod,
 		GracefulShutdownTimeout:       &o.GracefulShutdownTime,
 		Controller:                    config.Controller{RecoverPanic: &recoverPanic, SkipNameValidation: &skipName},
 	})
