@@ -16,7 +16,7 @@ import (
 func TestIsolatedHostnameNamespaceAndPid(t *testing.T) {
 	g := NewWithT(t)
 	w := testenv.Isolated("flux-1", "observability")
-	cmd := exec.Command(w[0], append(w[1:], "/bin/sh", "-c", `cat /proc/sys/kernel/hostname; echo; cat `+testenv.InClusterNamespaceFile+`; echo; echo $$`)...)
+	cmd := exec.Command(w[0], append(w[1:], "/bin/sh", "-c", `cat /proc/sys/kernel/hostname; cat `+testenv.InClusterNamespaceFile+`; echo; echo $$`)...)
 	out, err := cmd.Output()
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
 	g.Expect(string(out)).To(Equal("flux-1\nobservability\n" + strconv.Itoa(cmd.Process.Pid) + "\n"))
