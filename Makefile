@@ -86,7 +86,7 @@ build: ## Build the ops-apiserver and ops-operator binaries into bin/.
 	go build -ldflags "-X github.com/tidbcloud/ops-server/operator/pkg/buildinfo.Version=$(VERSION) -X github.com/tidbcloud/ops-server/operator/pkg/buildinfo.Revision=$(REVISION)" -o $(OPS_BIN_DIR)/ ./apiserver/cmd/... ./operator/cmd/...
 
 .PHONY: dev
-dev: tools build ## Run the whole stack locally on 127.0.0.1 (see README).
+dev: tools build ## Run the whole stack locally on 127.0.0.1 (OPS_REPLICAS=2: HA mode; see README).
 	go build -o $(OPS_BIN_DIR)/ ./e2e/cmd/ops-dev
 	$(OPS_BIN_DIR)/ops-dev --state-dir $(ROOT)/.dev
 

@@ -3,7 +3,9 @@ package stack
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,8 +32,23 @@ var OperatorArgs = []string{
 // stack runs a real vmstorage, vminsert or vmselect on 127.0.0.1 for each
 // of their Pods, and ops-operator backs vmstorage up in local mode
 // (vmbackup from bin/ as its own child process, endpoints from the Pods'
-// annotations).
+// annotations). In HA mode (Options.Replicas 2) it starts every replica
+// not running, each leader-elected (HAOperatorArgs).
 func (s *Stack) StartOperator(ctx context.Context) error {
+	for i := range s.Replicas() {
+		if i < len(s.Operators) && s.Operators[i] != nil {
+			continue
+		}
+		if err := s.StartOperatorReplica(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StartOperatorReplica starts ops-operator replica i (0 unless HA mode),
+// e.g. again after KillOperator(i).
+func (s *Stack) StartOperatorReplica(ctx context.Context, i int) error {
 	if err := s.startBacker(); err != nil {
 		return fmt.Errorf("starting the backer: %w", err)
 	}
@@ -50,7 +67,7 @@ func (s *Stack) StartOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := testenv.StartProcess("ops-operator", s.logDir, append([]string{
+	args := append(append([]string{
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metrics),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", health),
 		"--backup-runner=local",
@@ -64,21 +81,53 @@ func (s *Stack) StartOperator(ctx context.Context) error {
 		// Restores run as in a real cluster: vmrestore Jobs (run by
 		// vmrestore.go) and the ops-hold ConfigMap hold (vmstorage.go).
 		"--restore-runner=job",
-	}, OperatorArgs...), []string{"KUBECONFIG=" + s.Env.KubeconfigPath})
+	}, OperatorArgs...), s.operatorArgs...)
+	var wrapper []string
+	identity, lease := "", ""
+	if s.HA() {
+		// Later flags win: leader election on, with the local timings.
+		args = append(args, HAOperatorArgs...)
+		identity, lease = replicaName("ops-operator", i), Namespace+"/"+OperatorLease
+		wrapper = testenv.Isolated(identity, "")
+	}
+	p, err := testenv.StartProcessWrapped("ops-operator", s.replicaLogDir(i), wrapper, args, []string{"KUBECONFIG=" + s.Env.KubeconfigPath})
 	if err != nil {
 		return err
 	}
-	s.Operator = p
-	s.OperatorMetricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
+	for len(s.Operators) <= i {
+		s.Operators = append(s.Operators, nil)
+	}
+	s.Operators[i] = p
+	if i == 0 {
+		s.Operator = p
+		s.OperatorMetricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
+	}
+	s.register(ProcessInfo{
+		Name: replicaName("ops-operator", i), Component: "ops-operator", Replica: i,
+		Ports: map[string]int{"metrics": metrics, "health": health}, Lease: lease, Identity: identity,
+	}, p)
 	return p.WaitHTTPOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", health), time.Minute)
 }
 
-// StopOperator kills ops-operator (SIGKILL: as a crash would).
+// StopOperator kills every ops-operator replica (SIGKILL: as a crash
+// would).
 func (s *Stack) StopOperator() {
-	if s.Operator != nil {
-		_ = s.Operator.Kill()
+	for i := range s.Operators {
+		s.KillOperator(i)
+	}
+}
+
+// KillOperator kills ops-operator replica i (SIGKILL: as a crash would).
+func (s *Stack) KillOperator(i int) {
+	if i >= len(s.Operators) || s.Operators[i] == nil {
+		return
+	}
+	_ = s.Operators[i].Kill()
+	s.Operators[i] = nil
+	if i == 0 {
 		s.Operator = nil
 	}
+	s.unregister(replicaName("ops-operator", i))
 }
 
 // BackupRoot is the one directory fs:// backups of the local stack may be
@@ -107,8 +156,35 @@ const APIAddress = "127.0.0.1:8080"
 // StartAPIServer starts ops-apiserver from bin/ (built by `make build`) on
 // addr, serving the charts of deploy/charts as the baked-in charts.
 // Once the backer runs, the vmclusters' endpoints point at the Service
-// proxy (LocalEndpoints).
+// proxy (LocalEndpoints). In HA mode it starts every replica not running:
+// replica 0 on addr, each other one on the next free port after it
+// (APIURLs).
 func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
+	if len(s.apiAddrs) == 0 || s.apiAddrs[0] != addr {
+		addrs, err := replicaAddrs(addr, s.Replicas())
+		if err != nil {
+			return err
+		}
+		s.apiAddrs = addrs
+		s.APIURLs = make([]string, len(addrs))
+		for i, a := range addrs {
+			s.APIURLs[i] = "http://" + a
+		}
+	}
+	for i := range s.Replicas() {
+		if i < len(s.APIServers) && s.APIServers[i] != nil {
+			continue
+		}
+		if err := s.StartAPIServerReplica(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StartAPIServerReplica starts ops-apiserver replica i on APIURLs[i]
+// (after StartAPIServer), e.g. again after KillAPIServer(i).
+func (s *Stack) StartAPIServerReplica(ctx context.Context, i int) error {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return err
@@ -116,6 +192,7 @@ func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
 	if err := s.issueToken(ctx); err != nil {
 		return err
 	}
+	addr := s.apiAddrs[i]
 	repoAddr := s.chartRepoAddr
 	if repoAddr == "" {
 		repoPort, err := testenv.FreePort()
@@ -124,35 +201,75 @@ func (s *Stack) StartAPIServer(ctx context.Context, addr string) error {
 		}
 		repoAddr = fmt.Sprintf("127.0.0.1:%d", repoPort)
 	}
-	p, err := testenv.StartProcess("ops-apiserver", s.logDir, append([]string{
+	repoArgs := []string{"--local-repository-listen-address=" + repoAddr}
+	if s.HA() {
+		// Each replica serves the charts on a port of its own; the
+		// HelmRepositories keep the one address the stack's chart proxy
+		// serves from any live replica (as a Service would).
+		port, err := testenv.FreePort()
+		if err != nil {
+			return err
+		}
+		own := fmt.Sprintf("127.0.0.1:%d", port)
+		repoArgs = []string{"--local-repository-listen-address=" + own, "--local-repository-url=http://" + repoAddr}
+		if err := s.startChartProxy(); err != nil {
+			return err
+		}
+		s.chartProxy.set(i, own)
+	}
+	p, err := testenv.StartProcess("ops-apiserver", s.replicaLogDir(i), append(append([]string{
 		"--listen-address=" + addr,
 		"--kubeconfig=" + s.Env.KubeconfigPath,
 		"--namespace=observability",
 		// Every chart of deploy/charts: vmcluster for the REST API, the
 		// default stack's charts for ObservabilityStacks.
 		"--chart-dir=" + filepath.Join(root, "deploy", "charts"),
-		"--local-repository-listen-address=" + repoAddr,
 		"--log-format=console",
 		"--enable-mock-cloud",
 		"--backup-fs-roots=" + s.BackupRoot(),
 		"--backup-destination=fs://" + s.BackupRoot(),
 		// The default; said here because the stories restore.
 		"--restores-enabled",
-	}, append(LocalEndpoints(s.ServicesURL()), s.apiServerArgs...)...), nil)
+	}, repoArgs...), append(LocalEndpoints(s.ServicesURL()), s.apiServerArgs...)...), nil)
 	if err != nil {
 		return err
 	}
-	s.APIServer = p
-	s.APIURL = "http://" + addr
-	return p.WaitHTTPOK(ctx, s.APIURL+"/readyz", 2*time.Minute)
+	for len(s.APIServers) <= i {
+		s.APIServers = append(s.APIServers, nil)
+	}
+	s.APIServers[i] = p
+	if i == 0 {
+		s.APIServer = p
+		s.APIURL = s.APIURLs[0]
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	s.register(ProcessInfo{Name: replicaName("ops-apiserver", i), Component: "ops-apiserver", Replica: i, Ports: map[string]int{"http": n}, URL: s.APIURLs[i]}, p)
+	return p.WaitHTTPOK(ctx, s.APIURLs[i]+"/readyz", 2*time.Minute)
 }
 
-// StopAPIServer kills ops-apiserver (SIGKILL: as a crash would).
+// StopAPIServer kills every ops-apiserver replica (SIGKILL: as a crash
+// would).
 func (s *Stack) StopAPIServer() {
-	if s.APIServer != nil {
-		_ = s.APIServer.Kill()
+	for i := range s.APIServers {
+		s.KillAPIServer(i)
+	}
+}
+
+// KillAPIServer kills ops-apiserver replica i (SIGKILL: as a crash would).
+func (s *Stack) KillAPIServer(i int) {
+	if i >= len(s.APIServers) || s.APIServers[i] == nil {
+		return
+	}
+	_ = s.APIServers[i].Kill()
+	s.APIServers[i] = nil
+	if i == 0 {
 		s.APIServer = nil
 	}
+	if s.chartProxy != nil {
+		s.chartProxy.set(i, "")
+	}
+	s.unregister(replicaName("ops-apiserver", i))
 }
 
 // LocalEndpoints are the ops-apiserver flags that make a vmcluster's

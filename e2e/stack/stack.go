@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +59,14 @@ type Options struct {
 	// (both needed); empty: the vm-operator component only (the e2e
 	// suite's stack). `make dev` declares DefaultComponents.
 	Components []opsv1.StackComponent
+	// Replicas 2 is the HA mode (`OPS_REPLICAS=2 make dev`): two
+	// ops-apiservers (the second on the next free port after APIAddress),
+	// two Flux pairs and two ops-operators, the controllers
+	// leader-elected with LeaseDuration, RenewDeadline and RetryPeriod.
+	// 0 or 1: one of each, no leader election.
+	Replicas int
+	// OperatorArgs are extra ops-operator flags (after OperatorArgs).
+	OperatorArgs []string
 }
 
 // ChartRepositoryAddress is the chart repository address of `make dev`
@@ -76,8 +85,17 @@ type Stack struct {
 	Flux *testenv.Flux
 	// Kubeconfig is an admin kubeconfig in StateDir.
 	Kubeconfig string
-	// Operator is the running ops-operator, if started.
+	// Operator is the running ops-operator, if started (replica 0 in HA
+	// mode).
 	Operator *testenv.Process
+	// Operators are the ops-operator replicas by number (nil: killed).
+	Operators []*testenv.Process
+	// APIServers are the ops-apiserver replicas by number (nil: killed),
+	// serving at APIURLs.
+	APIServers []*testenv.Process
+	APIURLs    []string
+	// FluxPairs are the Flux pairs by number (nil: killed); Flux is pair 0.
+	FluxPairs []*testenv.Flux
 	// OperatorMetricsURL is the running ops-operator's /metrics.
 	OperatorMetricsURL string
 	// APIServer is the running ops-apiserver, if started, at APIURL.
@@ -93,7 +111,18 @@ type Stack struct {
 	stateDir            string
 	// apiServerArgs are Options.APIServerArgs.
 	apiServerArgs []string
-	logDir        string
+	// operatorArgs are Options.OperatorArgs.
+	operatorArgs []string
+	// replicas is Options.Replicas.
+	replicas int
+	// apiAddrs are the ops-apiserver replicas' listen addresses.
+	apiAddrs []string
+	// chartProxy serves chartRepoAddr from the ops-apiserver replicas in
+	// HA mode (ha.go).
+	chartProxy *chartProxy
+	// reg is what ProcessesFile lists (ha.go).
+	reg    registry
+	logDir string
 	// backer runs a real process for each vmstorage, vminsert and
 	// vmselect Pod, and the Service proxy on servicesAddr (see backer.go,
 	// services.go); started with ops-operator.
@@ -124,7 +153,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Stack{stateDir: state, logDir: filepath.Join(state, "logs"), out: o.Out, apiServerArgs: o.APIServerArgs, servicesAddr: o.ServicesAddress, chartRepoAddr: o.ChartRepositoryAddress}
+	s = &Stack{stateDir: state, logDir: filepath.Join(state, "logs"), out: o.Out, apiServerArgs: o.APIServerArgs, operatorArgs: o.OperatorArgs, replicas: o.Replicas, servicesAddr: o.ServicesAddress, chartRepoAddr: o.ChartRepositoryAddress}
 	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -162,10 +191,21 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if err := s.startVolumeProvisioner(ctx); err != nil {
 		return s, err
 	}
-	s.step("Starting Flux source-controller and helm-controller")
-	// ops-server's shard, as the chart runs the sidecars (flux.shard).
-	if s.Flux, err = s.Env.StartFlux(ctx, testenv.FluxOptions{LabelSelector: opsv1.FluxShardLabel + "=" + opsv1.DefaultFluxShard}); err != nil {
+	// The namespace the chart installs ops-server into holds the vmclusters,
+	// the upgrade operations and (HA mode) the leader election Leases.
+	if err := s.Env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return s, err
+	}
+	// ops-server's shard, as the chart runs the sidecars (flux.shard).
+	for i := range s.Replicas() {
+		if s.HA() {
+			s.step("Starting Flux pair %d of %d: source-controller and helm-controller, leader-elected (Leases in %s)", i+1, s.Replicas(), Namespace)
+		} else {
+			s.step("Starting Flux source-controller and helm-controller")
+		}
+		if err := s.startFluxPair(ctx, i); err != nil {
+			return s, err
+		}
 	}
 	if err := s.recordVMCRDs(ctx); err != nil {
 		return s, err
@@ -179,25 +219,23 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		}
 		s.chartRepoAddr = fmt.Sprintf("127.0.0.1:%d", port)
 	}
-	// The namespace the chart installs ops-server into holds the vmclusters
-	// and the upgrade operations.
-	if err := s.Env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return s, err
-	}
 	s.step("Seeding the simulated cloud: cluster %s in region %s", DevCluster.Name, DevCluster.Region)
 	if err := s.seedCloud(ctx); err != nil {
 		return s, err
 	}
 	if o.WithOperator {
-		s.step("Starting ops-operator")
+		s.step("Starting ops-operator%s", s.replicasNote())
 		if err := s.StartOperator(ctx); err != nil {
 			return s, err
 		}
 	}
 	if o.APIAddress != "" {
-		s.step("Starting ops-apiserver on http://%s", o.APIAddress)
+		s.step("Starting ops-apiserver on http://%s%s", o.APIAddress, s.replicasNote())
 		if err := s.StartAPIServer(ctx, o.APIAddress); err != nil {
 			return s, err
+		}
+		if s.HA() {
+			s.step("ops-apiservers: %s", strings.Join(s.APIURLs, ", "))
 		}
 	}
 	if o.WithOperator && o.APIAddress != "" {
@@ -211,6 +249,14 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		}
 	}
 	return s, nil
+}
+
+// replicasNote says how many replicas start, in HA mode.
+func (s *Stack) replicasNote() string {
+	if !s.HA() {
+		return ""
+	}
+	return fmt.Sprintf(" (%d replicas)", s.Replicas())
 }
 
 func (s *Stack) step(format string, args ...any) {
@@ -249,11 +295,35 @@ func DevClusterState() mock.ClusterState {
 // Processes returns the child processes, for logs on failure.
 func (s *Stack) Processes() []*testenv.Process {
 	out := append([]*testenv.Process(nil), s.procs...)
-	if s.Flux != nil {
-		out = append(out, s.Flux.Source, s.Flux.Helm)
+	for _, f := range s.fluxPairs() {
+		out = append(out, f.Source, f.Helm)
+	}
+	for _, group := range [][]*testenv.Process{s.Operators, s.APIServers} {
+		for _, p := range group {
+			if p != nil {
+				out = append(out, p)
+			}
+		}
 	}
 	if s.backer != nil {
 		out = append(out, s.backer.processes()...)
+	}
+	return out
+}
+
+// fluxPairs are the running Flux pairs: FluxPairs, and Flux when a caller
+// replaced it (the benchmarks restart Flux with their own options).
+func (s *Stack) fluxPairs() []*testenv.Flux {
+	var out []*testenv.Flux
+	seen := false
+	for _, f := range s.FluxPairs {
+		if f != nil {
+			out = append(out, f)
+			seen = seen || f == s.Flux
+		}
+	}
+	if s.Flux != nil && !seen {
+		out = append(out, s.Flux)
 	}
 	return out
 }
@@ -287,8 +357,12 @@ func (s *Stack) Stop() {
 		s.volumes.stop()
 		s.volumes = nil
 	}
-	if s.Flux != nil {
-		s.Flux.Stop()
+	for _, f := range s.fluxPairs() {
+		f.Stop()
+	}
+	if s.chartProxy != nil {
+		s.chartProxy.stop()
+		s.chartProxy = nil
 	}
 	for i := len(s.procs) - 1; i >= 0; i-- {
 		errs = append(errs, s.procs[i].Stop(10*time.Second))

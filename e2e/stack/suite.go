@@ -15,8 +15,10 @@ import (
 // directory (prefix is its os.MkdirTemp pattern), keeps it in *st, runs
 // the tests, calls onFailure when they fail, then stops the stack and
 // removes the state directory. It returns the exit code for os.Exit.
-// When the stack does not start, it writes the logs of what did.
-func RunSuite(m testenv.M, prefix string, st **Stack, onFailure func()) int {
+// When the stack does not start, it writes the logs of what did. Each
+// configure function may change the Options before the start (e.g.
+// Replicas for the HA suite).
+func RunSuite(m testenv.M, prefix string, st **Stack, onFailure func(), configure ...func(*Options)) int {
 	if err := BuildBinaries(); err != nil {
 		fmt.Fprintln(os.Stderr, "building ops-apiserver and ops-operator:", err)
 		return 1
@@ -34,9 +36,11 @@ func RunSuite(m testenv.M, prefix string, st **Stack, onFailure func()) int {
 	// Starting includes bootstrapping: helm-controller installs the
 	// VictoriaMetrics operator and its CRDs.
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	s, err := Start(ctx, Options{
-		StateDir: state, Out: os.Stderr, WithOperator: true, APIAddress: fmt.Sprintf("127.0.0.1:%d", port),
-	})
+	o := Options{StateDir: state, Out: os.Stderr, WithOperator: true, APIAddress: fmt.Sprintf("127.0.0.1:%d", port)}
+	for _, c := range configure {
+		c(&o)
+	}
+	s, err := Start(ctx, o)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the stack:", err)

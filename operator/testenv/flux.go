@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,9 @@ type Flux struct {
 	Helm   *Process
 	// StorageAddr is the source-controller artifact server (host:port).
 	StorageAddr string
+	// The controllers' metrics and health addresses (host:port).
+	SourceMetricsAddr, SourceHealthAddr string
+	HelmMetricsAddr, HelmHealthAddr     string
 }
 
 // FluxOptions configure StartFlux.
@@ -35,6 +39,48 @@ type FluxOptions struct {
 	// Name tells a second pair apart: its logs and artifact storage go to
 	// a subdirectory of that name. Empty: the environment's directory.
 	Name string
+	// LeaderElection, if set, runs both controllers with Flux's leader
+	// election on (--enable-leader-election), each Isolated with
+	// LeaderElection.Identity as its hostname and LeaderElection.Namespace
+	// as its in-cluster namespace (where its Lease is): several pairs
+	// then run with one active controller of each kind.
+	LeaderElection *FluxLeaderElection
+}
+
+// FluxLeaderElection is the leader election of a Flux pair (FluxOptions).
+type FluxLeaderElection struct {
+	// Namespace holds the Leases (FluxLeaseNames).
+	Namespace string
+	// Identity is both controllers' hostname: a Lease they hold names
+	// "<Identity>_<uuid>" as its holder.
+	Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod are Flux's
+	// --leader-election-* timings.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// args are the controllers' leader election flags.
+func (le *FluxLeaderElection) args() []string {
+	return []string{
+		"--enable-leader-election",
+		"--leader-election-lease-duration=" + le.LeaseDuration.String(),
+		"--leader-election-renew-deadline=" + le.RenewDeadline.String(),
+		"--leader-election-retry-period=" + le.RetryPeriod.String(),
+	}
+}
+
+// FluxLeaseNames are the names of the Leases source-controller and
+// helm-controller elect their leader with, for a --watch-label-selector
+// (empty: none): "<controller>-leader-election", suffixed with the first 8
+// hex digits of the selector's SHA-256 when sharded (Flux's
+// leaderelection.GenerateID).
+func FluxLeaseNames(labelSelector string) (source, helm string) {
+	source, helm = "source-controller-leader-election", "helm-controller-leader-election"
+	if labelSelector != "" {
+		sum := fmt.Sprintf("%x", sha256.Sum256([]byte(labelSelector)))[:8]
+		source, helm = source+"-"+sum, helm+"-"+sum
+	}
+	return source, helm
 }
 
 // FluxArgs are the flags the local harness (and `make dev`) passes to each
@@ -72,29 +118,37 @@ func (e *Environment) StartFlux(ctx context.Context, opts FluxOptions) (*Flux, e
 		selector = []string{"--watch-label-selector=" + opts.LabelSelector}
 	}
 
+	var wrapper, leArgs []string
+	if le := opts.LeaderElection; le != nil {
+		wrapper, leArgs = Isolated(le.Identity, le.Namespace), le.args()
+	}
 	sourceHealth := fmt.Sprintf("127.0.0.1:%d", ports[1])
-	src, err := StartProcess("source-controller", dir, append(append([]string{
+	src, err := StartProcessWrapped("source-controller", dir, wrapper, append(append(append([]string{
 		"--storage-path=" + storage,
 		"--storage-addr=" + storageAddr,
 		"--storage-adv-addr=" + storageAddr,
 		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", ports[2]),
 		"--health-addr=" + sourceHealth,
 		watch,
-	}, FluxArgs.Source...), selector...), env)
+	}, FluxArgs.Source...), selector...), leArgs...), env)
 	if err != nil {
 		return nil, err
 	}
 	helmHealth := fmt.Sprintf("127.0.0.1:%d", ports[3])
-	helm, err := StartProcess("helm-controller", dir, append(append(append([]string{
+	helm, err := StartProcessWrapped("helm-controller", dir, wrapper, append(append(append(append([]string{
 		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", ports[4]),
 		"--health-addr=" + helmHealth,
 		watch,
-	}, FluxArgs.Helm...), selector...), opts.ExtraHelmArgs...), env)
+	}, FluxArgs.Helm...), selector...), leArgs...), opts.ExtraHelmArgs...), env)
 	if err != nil {
 		_ = src.Stop(5 * time.Second)
 		return nil, err
 	}
-	f := &Flux{Source: src, Helm: helm, StorageAddr: storageAddr}
+	f := &Flux{
+		Source: src, Helm: helm, StorageAddr: storageAddr,
+		SourceMetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]), SourceHealthAddr: sourceHealth,
+		HelmMetricsAddr: fmt.Sprintf("127.0.0.1:%d", ports[4]), HelmHealthAddr: helmHealth,
+	}
 	if err := errors.Join(
 		src.WaitHTTPOK(ctx, "http://"+sourceHealth+"/readyz", time.Minute),
 		helm.WaitHTTPOK(ctx, "http://"+helmHealth+"/readyz", time.Minute),

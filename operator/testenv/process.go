@@ -44,6 +44,10 @@ type ProcessOutput struct {
 	// Closer, if set, is closed once the process has exited and its output
 	// is written.
 	Closer io.Closer
+	// Wrapper, if set, is a command (and its first arguments) the binary's
+	// path and arguments are appended to; it must exec the binary, so
+	// that the process keeps its pid (see Isolated).
+	Wrapper []string
 }
 
 // StartProcessTo starts a binary from bin/ like StartProcess, with its
@@ -59,6 +63,11 @@ func StartProcessTo(name string, out ProcessOutput, args, env []string) (*Proces
 	if err != nil {
 		closeOut()
 		return nil, err
+	}
+	if len(out.Wrapper) > 0 {
+		// The wrapper execs the binary: the process keeps the pid.
+		args = append(append(append([]string(nil), out.Wrapper[1:]...), path), args...)
+		path = out.Wrapper[0]
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -78,6 +87,20 @@ func StartProcessTo(name string, out ProcessOutput, args, env []string) (*Proces
 	}()
 	return p, nil
 }
+
+// StartProcessWrapped starts a binary from bin/ like StartProcess, through
+// wrapper (see ProcessOutput.Wrapper and Isolated).
+func StartProcessWrapped(name, dir string, wrapper, args, env []string) (*Process, error) {
+	logPath := filepath.Join(dir, name+".log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return StartProcessTo(name, ProcessOutput{LogPath: logPath, Stdout: logFile, Stderr: logFile, Closer: logFile, Wrapper: wrapper}, args, env)
+}
+
+// Pid is the process's id (also its process group's).
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Exited reports whether the process has ended.
 func (p *Process) Exited() bool {

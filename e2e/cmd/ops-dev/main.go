@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -22,18 +24,32 @@ func main() {
 	services := flag.String("services-address", stack.ServicesAddress, "address where the Services of the vmclusters are published (/<namespace>/<service>/...)")
 	charts := flag.String("chart-repository-address", stack.ChartRepositoryAddress, "address where ops-apiserver serves the baked-in chart to the source-controller (kept in every vmcluster's HelmRepository: keep it between runs)")
 	restart := flag.Bool("restart-on-rebuild", false, "restart ops-apiserver or ops-operator when its binary in bin/ is rebuilt (the Tiltfile's local mode)")
+	replicas := flag.Int("replicas", envReplicas(), "2: HA mode, two ops-apiservers (the second on the next free port), two Flux pairs and two ops-operators, leader-elected (default $OPS_REPLICAS, else 1; docs/ha-local.md)")
 	flag.Parse()
-	if err := run(*stateDir, *addr, *services, *charts, *restart); err != nil {
+	if *replicas < 1 || *replicas > 2 {
+		fmt.Fprintln(os.Stderr, "ops-dev: --replicas (OPS_REPLICAS) must be 1 or 2")
+		os.Exit(2)
+	}
+	if err := run(*stateDir, *addr, *services, *charts, *restart, *replicas); err != nil {
 		fmt.Fprintln(os.Stderr, "ops-dev:", err)
 		os.Exit(1)
 	}
 }
 
-func run(stateDir, addr, services, charts string, restart bool) error {
+// envReplicas is $OPS_REPLICAS (`OPS_REPLICAS=2 make dev`), 1 when unset
+// or not a number.
+func envReplicas() int {
+	if n, err := strconv.Atoi(os.Getenv("OPS_REPLICAS")); err == nil {
+		return n
+	}
+	return 1
+}
+
+func run(stateDir, addr, services, charts string, restart bool, replicas int) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	s, err := stack.Start(ctx, stack.Options{StateDir: stateDir, Out: os.Stdout, WithOperator: true, APIAddress: addr, ServicesAddress: services, ChartRepositoryAddress: charts,
+	s, err := stack.Start(ctx, stack.Options{StateDir: stateDir, Out: os.Stdout, WithOperator: true, APIAddress: addr, ServicesAddress: services, ChartRepositoryAddress: charts, Replicas: replicas,
 		// The whole default stack: the VictoriaMetrics operator, a vmcluster
 		// and a vmagent scraping it, installed in that order.
 		Components: stack.DefaultComponents()})
@@ -76,6 +92,15 @@ Press Ctrl-C to stop everything; state stays in %s until make dev-clean.
 `, time.Since(start).Round(100*time.Millisecond), api, api, api, tokenPath, stack.DevServiceAccount, s.Kubeconfig, stateDir, stateDir, s.ServicesURL(), s.VMStorageRoot(), stack.StorageClassName,
 		stack.DevCluster.Name, stack.DevCluster.Region, stack.Namespace, stack.StackName, stack.DevVMCluster,
 		tokenPath, api, api, api, api, s.ServicesURL(), stack.Namespace, stack.DevVMCluster, s.Kubeconfig, stateDir)
+	if s.HA() {
+		src, helm := stack.FluxLeases()
+		fmt.Printf(`HA mode: %d replicas of each.
+  REST API replicas: %s
+  processes:         %s   (name, pid, ports, leader election identity)
+  leaders:           bin/kubectl get leases -n %s   (holder "<identity>_<uuid>": %s, %s, %s)
+  failover:          kill -9 <pid of a leader>; a standby takes its Lease within about %s (docs/ha-local.md)
+`, s.Replicas(), strings.Join(s.APIURLs, "  "), filepath.Join(stateDir, stack.ProcessesFile), stack.Namespace, stack.OperatorLease, src, helm, stack.LeaseDuration+stack.RetryPeriod)
+	}
 	if restart {
 		if err := restartOnRebuild(ctx, s, addr); err != nil {
 			return err
