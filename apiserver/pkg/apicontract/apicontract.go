@@ -58,9 +58,9 @@ var (
 	defaultErr      error
 )
 
-// Default is the contract of the document embedded in ops-apiserver,
+// New is the contract of the document embedded in ops-apiserver,
 // loaded once per process.
-func Default() (*Contract, error) {
+func New() (*Contract, error) {
 	defaultOnce.Do(func() { defaultContract, defaultErr = Load(openapi.Document) })
 	return defaultContract, defaultErr
 }

@@ -16,7 +16,7 @@ func TestDocumentLint(t *testing.T) {
 	if problems := Lint(doc, Document()); len(problems) > 0 {
 		t.Errorf("the OpenAPI document breaks %d house rules:\n%s", len(problems), strings.Join(problems, "\n"))
 	}
-	if _, err := Default(); err != nil {
-		t.Errorf("Default: %v", err)
+	if _, err := New(); err != nil {
+		t.Errorf("New: %v", err)
 	}
 }

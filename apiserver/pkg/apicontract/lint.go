@@ -3,6 +3,7 @@ package apicontract
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,7 +102,7 @@ func Lint(doc *openapi3.T, raw []byte) []string {
 		add("component %s is never used", u)
 	}
 	sort.Strings(out)
-	return out
+	return slices.Compact(out)
 }
 
 func lintErrorResponse(ref *openapi3.ResponseRef, where string, add func(string, ...any)) {
