@@ -23,6 +23,9 @@ var pathParamRE = regexp.MustCompile(`\{([^}/]+)\}`)
 //
 //   - every operation has an operationId, a summary, a tag and a 2xx
 //     response;
+//   - every authenticated operation (not `security: []`) documents 401,
+//     403, 429, 500, 503 and 504 (the request timeout), and 404 when its
+//     path has parameters;
 //   - every 4xx and 5xx response has an application/json body of the
 //     Error schema;
 //   - every path parameter of a path template is declared (on the path
@@ -74,6 +77,16 @@ func Lint(doc *openapi3.T, raw []byte) []string {
 					add("%s: path parameter %q is not in the path", where, name)
 				}
 			}
+			if op.Security == nil || len(*op.Security) > 0 { // authenticated
+				for _, code := range []string{"401", "403", "429", "500", "503", "504"} {
+					if op.Responses.Status(mustAtoi(code)) == nil {
+						add("%s: an authenticated operation must document %s", where, code)
+					}
+				}
+				if len(inTemplate) > 0 && op.Responses.Status(404) == nil {
+					add("%s: an operation on a path with parameters must document 404", where)
+				}
+			}
 			has2xx := false
 			for code, ref := range op.Responses.Map() {
 				n, err := strconv.Atoi(code)
@@ -103,6 +116,14 @@ func Lint(doc *openapi3.T, raw []byte) []string {
 	}
 	sort.Strings(out)
 	return slices.Compact(out)
+}
+
+func mustAtoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
 }
 
 func lintErrorResponse(ref *openapi3.ResponseRef, where string, add func(string, ...any)) {
