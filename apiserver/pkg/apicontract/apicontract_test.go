@@ -135,6 +135,7 @@ paths:
       operationId: things.get
       summary: Get a thing.
       tags: [things]
+      security: []
       parameters:
         - {name: id, in: path, required: true, schema: {type: string}}
       responses:
@@ -179,6 +180,9 @@ components:
 		{name: "response object without required", edit: func(s string) string {
 			return strings.Replace(s, "      required: [name]\n", "", 1)
 		}, want: "#/components/schemas/Thing: object schema with properties but no required list"},
+		{name: "authenticated operation without its error responses", edit: func(s string) string {
+			return strings.Replace(s, "      security: []\n", "", 1)
+		}, want: "GET /things/{id}: an authenticated operation must document 401"},
 		{name: "unused component", edit: func(s string) string {
 			return s + "    Unused: {type: string}\n"
 		}, want: "component schemas/Unused is never used"},
