@@ -87,7 +87,7 @@ func dryRunYAML(t *testing.T, req map[string]any) []byte {
 	if st.Token != "" {
 		r.Header.Set("Authorization", "Bearer "+st.Token)
 	}
-	resp, err := http.DefaultClient.Do(r)
+	resp, err := apiClient(t).Do(r)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

@@ -18,6 +18,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/tidbcloud/ops-server/apiserver/pkg/apicontract"
 	"github.com/tidbcloud/ops-server/e2e/stack"
 	"github.com/tidbcloud/ops-server/operator/testenv"
 )
@@ -71,6 +72,18 @@ func kubectlApply(manifest string) (string, error) {
 	return string(out), err
 }
 
+// apiClient is the client of every REST request to ops-apiserver: it
+// checks each request and response against the OpenAPI document, and a
+// response that does not match fails t (apiserver/pkg/apicontract).
+func apiClient(t *testing.T) *http.Client {
+	t.Helper()
+	c, err := apicontract.New()
+	if err != nil {
+		t.Fatalf("loading the OpenAPI contract: %v", err)
+	}
+	return c.Client(t, nil)
+}
+
 // call sends one REST request to ops-apiserver.
 func call(t *testing.T, method, path string, body any) (int, map[string]any) {
 	t.Helper()
@@ -90,7 +103,7 @@ func call(t *testing.T, method, path string, body any) (int, map[string]any) {
 	if st.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+st.Token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apiClient(t).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -89,7 +89,7 @@ func storyTroubleshoot(t *testing.T) {
 	req, err := http.NewRequestWithContext(followCtx, http.MethodGet, st.APIURL+podPath+"/logs?follow=true&tailLines=1", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Authorization", "Bearer "+st.Token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apiClient(t).Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
@@ -147,7 +147,7 @@ func callTextBody(t *testing.T, method, path, token, body string) (int, string) 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apiClient(t).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

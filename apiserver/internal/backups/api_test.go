@@ -141,7 +141,7 @@ func (a *api) do(method, path, body string, hdr map[string]string) (int, []byte)
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := contractClient(a.t, nil).Do(req)
 	NewWithT(a.t).Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

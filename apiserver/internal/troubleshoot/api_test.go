@@ -89,7 +89,7 @@ func (a *api) do(method, path, body string) (int, []byte) {
 	req, err := http.NewRequest(method, a.url+"/api/v1/observability-ops/vmclusters/"+path, bytes.NewBufferString(body))
 	NewWithT(a.t).Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := contractClient(a.t, nil).Do(req)
 	NewWithT(a.t).Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)

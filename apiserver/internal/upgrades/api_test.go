@@ -105,7 +105,7 @@ func (a *api) raw(method, path, body string, hdr map[string]string) *http.Respon
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := contractClient(a.t, nil).Do(req)
 	NewWithT(a.t).Expect(err).NotTo(HaveOccurred())
 	a.t.Cleanup(func() { _ = resp.Body.Close() })
 	return resp

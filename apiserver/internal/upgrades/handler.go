@@ -199,6 +199,9 @@ func (h *Handler) nodeGroups(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if groups == nil {
+		groups = []NodeGroup{} // the document's nodeGroups is an array, never null
+	}
 	return c.JSON(http.StatusOK, map[string]any{"nodeGroups": groups})
 }
 
@@ -210,6 +213,9 @@ func (h *Handler) addons(c echo.Context) error {
 	addons, err := h.Svc.Addons(c.Request().Context(), q)
 	if err != nil {
 		return err
+	}
+	if addons == nil {
+		addons = []ClusterAddon{} // an array, never null
 	}
 	return c.JSON(http.StatusOK, map[string]any{"addons": addons})
 }

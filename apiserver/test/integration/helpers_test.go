@@ -88,7 +88,7 @@ func startServer(t *testing.T, ns string, configure func(*config.Config)) *apiSe
 			t.Errorf("ops-apiserver did not stop within 30s")
 		}
 	})
-	s := &apiServer{t: t, app: a, base: "http://" + a.Addr(), ns: ns, hc: &http.Client{Timeout: 30 * time.Second}}
+	s := &apiServer{t: t, app: a, base: "http://" + a.Addr(), ns: ns, hc: contractClient(t, &http.Client{Timeout: 30 * time.Second})}
 	g.Eventually(func() int {
 		code, _ := s.do(http.MethodGet, "/readyz", nil)
 		return code

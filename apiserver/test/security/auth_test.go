@@ -152,7 +152,7 @@ func (s *authServer) call(method, path, token string) (int, http.Header, string)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := s.http.Do(req)
+	resp, err := contractClient(s.t, s.http).Do(req)
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}

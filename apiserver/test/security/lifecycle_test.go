@@ -45,7 +45,7 @@ func (f *fixture) doWith(method, path, body string, hdr map[string]string) (int,
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := contractClient(f.t, nil).Do(req)
 	if err != nil {
 		f.t.Fatalf("%s %s: %v", method, path, err)
 	}

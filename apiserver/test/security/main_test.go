@@ -121,7 +121,7 @@ func (f *fixture) do(method, path, body string) (int, []byte) {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := contractClient(f.t, nil).Do(req)
 	if err != nil {
 		f.t.Fatalf("%s %s: %v", method, path, err)
 	}
