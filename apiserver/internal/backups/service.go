@@ -64,6 +64,9 @@ type Service struct {
 	// CacheWait bounds the wait for the cache to see a write, so that a
 	// read after a write sees it (default 5s).
 	CacheWait time.Duration
+	// Watch streams the list's changes (?watch=true); nil: a watch is a
+	// 503.
+	Watch *watch.Hub
 }
 
 func notFound(id string) *apierror.Error {

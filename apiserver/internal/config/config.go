@@ -75,6 +75,21 @@ type Config struct {
 	Auth            AuthConfig            `json:"auth"`
 	TLS             TLSConfig             `json:"tls"`
 	Troubleshoot    TroubleshootConfig    `json:"troubleshoot"`
+	Watch           WatchConfig           `json:"watch"`
+}
+
+// WatchConfig bounds the watch streams of the list routes (?watch=true,
+// docs/apiserver.md "Watch streams").
+type WatchConfig struct {
+	// Heartbeat is the interval of the comment lines of an idle stream.
+	Heartbeat metav1.Duration `json:"heartbeat"`
+	// MaxDuration ends a stream cleanly; the client reconnects with
+	// Last-Event-ID.
+	MaxDuration metav1.Duration `json:"maxDuration"`
+	// MaxPerCaller and MaxTotal cap the concurrent streams of one caller
+	// and of the server (429 beyond).
+	MaxPerCaller int `json:"maxPerCaller"`
+	MaxTotal     int `json:"maxTotal"`
 }
 
 // TroubleshootConfig bounds the logs and exec routes of a vmcluster's
@@ -389,6 +404,12 @@ func Default() *Config {
 			RateLimitQPS:         50,
 			RateLimitBurst:       100,
 		},
+		Watch: WatchConfig{
+			Heartbeat:    metav1.Duration{Duration: 15 * time.Second},
+			MaxDuration:  metav1.Duration{Duration: 30 * time.Minute},
+			MaxPerCaller: 10,
+			MaxTotal:     500,
+		},
 		Troubleshoot: TroubleshootConfig{
 			LogMaxBytes:          10 << 20,
 			LogFollowMaxDuration: metav1.Duration{Duration: 10 * time.Minute},
@@ -602,6 +623,10 @@ func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.Auth.InsecureDisableAuth, "insecure-disable-auth", c.Auth.InsecureDisableAuth, "Serve every route without authentication or authorization. Local experiments only.")
 	fs.StringVar(&c.Auth.TokenFile, "auth-token-file", c.Auth.TokenFile, "File of hashed static bearer tokens (development; see docs/auth.md), re-read when it changes.")
 	fs.Int64Var(&c.Troubleshoot.LogMaxBytes, "log-max-bytes", c.Troubleshoot.LogMaxBytes, "Most bytes one Pod logs request returns (the default and maximum of limitBytes).")
+	fs.DurationVar(&c.Watch.Heartbeat.Duration, "watch-heartbeat", c.Watch.Heartbeat.Duration, "Interval of the heartbeat comments of a watch stream (?watch=true).")
+	fs.DurationVar(&c.Watch.MaxDuration.Duration, "watch-max-duration", c.Watch.MaxDuration.Duration, "A watch stream ends after this long; clients reconnect with Last-Event-ID.")
+	fs.IntVar(&c.Watch.MaxPerCaller, "watch-max-per-caller", c.Watch.MaxPerCaller, "Concurrent watch streams of one caller (429 beyond).")
+	fs.IntVar(&c.Watch.MaxTotal, "watch-max-total", c.Watch.MaxTotal, "Concurrent watch streams of the server (429 beyond).")
 	fs.DurationVar(&c.Troubleshoot.LogFollowMaxDuration.Duration, "log-follow-max-duration", c.Troubleshoot.LogFollowMaxDuration.Duration, "A followed Pod log stream ends after this long.")
 	fs.StringSliceVar(&c.Troubleshoot.ExecAllowedCommands, "exec-allowed-commands", c.Troubleshoot.ExecAllowedCommands, "Comma-separated executables a Pod exec may run (exact match of the command's first item: \"ls\" allows ls found in the container's PATH, /bin/ls only that path); empty: any.")
 	fs.Int64Var(&c.Troubleshoot.ExecMaxOutputBytes, "exec-max-output-bytes", c.Troubleshoot.ExecMaxOutputBytes, "Bound of each of a Pod exec's stdout and stderr; the rest is dropped and flagged truncated.")
@@ -735,6 +760,9 @@ func (c *Config) Validate() error {
 	}
 	if t := c.Troubleshoot; t.LogMaxBytes < 1024 || t.ExecMaxOutputBytes < 1024 || t.LogFollowMaxDuration.Duration <= 0 {
 		add("troubleshoot: logMaxBytes and execMaxOutputBytes must be at least 1024, logFollowMaxDuration positive")
+	}
+	if w := c.Watch; w.Heartbeat.Duration < time.Second || w.MaxDuration.Duration < time.Minute || w.Heartbeat.Duration >= w.MaxDuration.Duration || w.MaxPerCaller < 1 || w.MaxTotal < w.MaxPerCaller {
+		add("watch: heartbeat at least 1s and below maxDuration, maxDuration at least 1m, maxPerCaller at least 1 and at most maxTotal")
 	}
 	if t := c.Troubleshoot; t.DiagnosticsLogLines < 1 || t.DiagnosticsMaxBytes < 1<<20 {
 		add("troubleshoot: diagnosticsLogLines must be positive, diagnosticsMaxBytes at least 1048576")
