@@ -96,7 +96,7 @@ func NewBroker(opts Options) *Broker {
 			Help: "Watch streams dropped because the client did not keep up, by kind.",
 		}, []string{"kind"}),
 	}
-	return b, nil
+	return b
 }
 
 // Collectors are the broker's metrics: ops_apiserver_watch_streams{kind}
