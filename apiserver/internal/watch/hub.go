@@ -147,6 +147,7 @@ func (h *Hub) apply(typ EventType, o client.Object) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.noteHorizon()
 	// Ids never decrease: a deletion found by a relist carries the
 	// object's last known resourceVersion, older than what the hub saw.
 	id := max(rvOf(o), h.last)
@@ -201,6 +202,24 @@ func (h *Hub) Synced() bool {
 	return h.synced()
 }
 
+// noteHorizon sets the horizon of the deletions the first time the hub
+// is found synced (at the first change or subscription after the
+// informer's initial list): every deletion after the informer's list
+// reaches the hub, and the informer's current resourceVersion is at or
+// after that list, a conservative horizon. h.mu is held.
+func (h *Hub) noteHorizon() {
+	if h.knowHzn || !h.Synced() {
+		return
+	}
+	h.knowHzn = true
+	h.horizon = h.last
+	if h.lastSync != nil {
+		if n, ok := ParseID(h.lastSync()); ok {
+			h.horizon = max(h.horizon, n)
+		}
+	}
+}
+
 // snapshot is what a new subscriber starts from.
 type snapshot struct {
 	objects []change // sorted by id
@@ -217,18 +236,7 @@ type snapshot struct {
 func (h *Hub) subscribe(buffer int, since uint64, resumed bool) (*subscription, snapshot) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.knowHzn && h.Synced() {
-		// Every deletion after the informer's list reaches the hub. The
-		// informer's current resourceVersion is at or after that list:
-		// a conservative horizon.
-		h.knowHzn = true
-		h.horizon = h.last
-		if h.lastSync != nil {
-			if n, ok := ParseID(h.lastSync()); ok {
-				h.horizon = max(h.horizon, n)
-			}
-		}
-	}
+	h.noteHorizon()
 	s := &subscription{ch: make(chan change, buffer), dropped: make(chan struct{})}
 	h.subs[s] = struct{}{}
 	snap := snapshot{last: h.last, complete: true}
