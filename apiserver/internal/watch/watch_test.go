@@ -416,3 +416,36 @@ func TestUnsyncedHubIsUnavailable(t *testing.T) {
 	defer resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusServiceUnavailable))
 }
+
+// The HTTP server's read and write timeouts would cut a stream; the
+// stream moves its deadlines, so it outlives them and ends only at its
+// maximum duration, with the events sent in between delivered at once.
+func TestStreamOutlivesTheServerTimeouts(t *testing.T) {
+	g := NewWithT(t)
+	h := newBroker(t, watch.Options{Heartbeat: 50 * time.Millisecond, MaxDuration: 1500 * time.Millisecond}).NewTestHub("things")
+	e, err := server.New(server.Options{RequestTimeout: 100 * time.Millisecond}, api{h})
+	g.Expect(err).NotTo(HaveOccurred())
+	srv := httptest.NewUnstartedServer(e)
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond
+	srv.Start()
+	defer srv.Close()
+
+	start := time.Now()
+	resp, err := http.Get(srv.URL + "/things?watch=true")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	ch := make(chan clientwatch.Event, 10)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- clientwatch.Decode(resp.Body, func(ev clientwatch.Event) error { ch <- ev; return nil })
+		close(ch)
+	}()
+	g.Expect(next(t, ch).Type).To(Equal("SYNCED"))
+	// Past both server timeouts and the request timeout.
+	g.Eventually(func() time.Duration { return time.Since(start) }).Should(BeNumerically(">", 600*time.Millisecond))
+	h.OnAdd(cm("late", "5", "red"), false)
+	g.Expect(summary(t, next(t, ch))).To(Equal(got{ID: "5", Type: "ADDED", Name: "late", RV: "5"}))
+	// The stream then ends cleanly (no error reading it).
+	g.Eventually(errc, 10*time.Second).Should(Receive(BeNil()))
+	g.Expect(time.Since(start)).To(BeNumerically(">=", 1500*time.Millisecond))
+}
