@@ -233,12 +233,25 @@ func TestUpgradePhasesExactlyOnceAcrossARestart(t *testing.T) {
 	s1 := startServer(t, ns, "127.0.0.1:0")
 	addr := s1.app.Addr()
 
-	var reconnects sync.WaitGroup
-	reconnects.Add(1)
-	var once sync.Once
+	reconnected := make(chan struct{}, 100)
 	ch := follow(t, s1.base+upgrades.BasePath+"?watch=true&k8sClusterName=prod", clientwatch.Options{
-		OnReconnect: func(error, time.Duration) { once.Do(reconnects.Done) },
+		OnReconnect: func(error, time.Duration) { reconnected <- struct{}{} },
 	})
+	// restart stops srv once the client has noticed, runs whileDown,
+	// and starts another ops-apiserver on the same address.
+	restart := func(srv *server, whileDown func()) *server {
+		t.Helper()
+		srv.stop()
+		select {
+		case <-reconnected:
+		case <-time.After(60 * time.Second):
+			t.Fatal("the client did not notice the stream's end")
+		}
+		whileDown()
+		s := startServer(t, ns, addr)
+		g.Expect(s.base).To(Equal(srv.base))
+		return s
+	}
 	var phases []string
 	var synced []clientwatch.SyncedData
 	// take reads events until the operation is in phase want.
@@ -264,22 +277,24 @@ func TestUpgradePhasesExactlyOnceAcrossARestart(t *testing.T) {
 	setPhase(t, op, opsv1.UpgradePhaseRunning)
 	take("Running")
 
-	s1.stop()
-	reconnects.Wait()
-	// While no ops-apiserver runs.
-	setPhase(t, op, opsv1.UpgradePhasePaused)
-	s2 := startServer(t, ns, addr)
-	g.Expect(s2.base).To(Equal(s1.base))
+	// A transition while no ops-apiserver runs.
+	s2 := restart(s1, func() { setPhase(t, op, opsv1.UpgradePhasePaused) })
 	take("Paused")
 	setPhase(t, op, opsv1.UpgradePhaseRunning)
 	take("Running")
+	// A restart without a change: the resumed client gets no state it
+	// already had, only SYNCED (a client that did not resume would get
+	// Running again).
+	restart(s2, func() {})
+	g.Expect(next(t, ch).Type).To(Equal(clientwatch.Synced))
 	setPhase(t, op, opsv1.UpgradePhaseSucceeded)
 	take("Succeeded")
 
 	g.Expect(phases).To(Equal([]string{"Pending", "Running", "Paused", "Running", "Succeeded"}))
 	g.Consistently(ch, time.Second).ShouldNot(Receive())
-	// Two connections, two SYNCED; the second server started after the
-	// client's last event, so it cannot vouch for deletions before it.
+	// The SYNCED of the first two connections (the third's was read
+	// above); a server started after the client's last event cannot
+	// vouch for deletions before it.
 	g.Expect(synced).To(HaveLen(2))
 	g.Expect(synced[0].Complete).To(BeTrue())
 	g.Expect(synced[1].Complete).To(BeFalse())
