@@ -44,6 +44,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -95,6 +96,12 @@ type Options struct {
 	MaxAttempts int
 	// MaxEventBytes bounds one event (default 16 MiB).
 	MaxEventBytes int
+	// IdleTimeout gives up a connection on which nothing (not even a
+	// heartbeat) arrived for this long, and reconnects: a server that
+	// vanished without closing the connection. Default 1m (the server's
+	// heartbeat is 15s); negative: never. Do not give the http.Client a
+	// Timeout: it would bound the whole stream.
+	IdleTimeout time.Duration
 	// OnReconnect, when set, is told of each reconnect: the error that
 	// ended the previous connection (io.EOF when the server ended it)
 	// and the wait before the next attempt.
@@ -208,7 +215,9 @@ func jitter(d time.Duration) time.Duration {
 // connect runs one connection; got reports whether it delivered an
 // event. *last follows the ids of the events.
 func connect(ctx context.Context, hc *http.Client, url string, opts Options, last *string, fn func(Event) error) (got bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, url, nil)
 	if err != nil {
 		return false, callbackError{fmt.Errorf("building the watch request: %w", err)}
 	}
@@ -234,8 +243,24 @@ func connect(ctx context.Context, hc *http.Client, url string, opts Options, las
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		return false, &StatusError{Code: resp.StatusCode, Body: []byte("not an event stream: Content-Type " + ct)}
 	}
+	var body io.Reader = resp.Body
+	idle := opts.IdleTimeout
+	if idle == 0 {
+		idle = time.Minute
+	}
+	var idled atomic.Bool
+	if idle > 0 {
+		t := time.AfterFunc(idle, func() { idled.Store(true); cancel() })
+		defer t.Stop()
+		body = &idleReader{r: resp.Body, t: t, d: idle}
+	}
 	d := &decoder{max: opts.MaxEventBytes, last: *last}
-	err = d.decode(resp.Body, func(ev Event) error {
+	defer func() {
+		if idled.Load() && ctx.Err() == nil {
+			err = fmt.Errorf("nothing arrived for %s: %w", idle, ErrIdle)
+		}
+	}()
+	err = d.decode(body, func(ev Event) error {
 		got = true
 		*last = ev.ID
 		if err := fn(ev); err != nil {
@@ -247,6 +272,25 @@ func connect(ctx context.Context, hc *http.Client, url string, opts Options, las
 		return nil
 	})
 	return got, err
+}
+
+// ErrIdle ends a connection on which nothing arrived for
+// Options.IdleTimeout (Stream reconnects).
+var ErrIdle = errors.New("the watch connection is idle")
+
+// idleReader restarts the idle timer t at every read that got bytes.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.t.Reset(r.d)
+	}
+	return n, err
 }
 
 // Decode parses the server-sent events of r and calls fn for each until

@@ -225,3 +225,43 @@ func TestStreamRefusesAnAnswerThatIsNoEventStream(t *testing.T) {
 	err := watch.Stream(context.Background(), srv.Client(), srv.URL, opts, func(watch.Event) error { return nil })
 	g.Expect(err).To(MatchError(ContainSubstring("not an event stream")))
 }
+
+func TestStreamReconnectsAnIdleConnection(t *testing.T) {
+	g := NewWithT(t)
+	var mu sync.Mutex
+	calls := 0
+	// The first connection sends an event, then nothing, never closing;
+	// the second one the next event.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		if n == 1 {
+			_, _ = io.WriteString(w, "id: 1\nevent: ADDED\ndata: a\n\n")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			return
+		}
+		g.Expect(r.Header.Get("Last-Event-ID")).To(Equal("1"))
+		_, _ = io.WriteString(w, "id: 2\nevent: MODIFIED\ndata: b\n\n")
+	}))
+	defer srv.Close()
+	opts := fast()
+	opts.IdleTimeout = 200 * time.Millisecond
+	var reasons []error
+	opts.OnReconnect = func(err error, _ time.Duration) { reasons = append(reasons, err) }
+	var got []string
+	err := watch.Stream(context.Background(), srv.Client(), srv.URL, opts, func(ev watch.Event) error {
+		got = append(got, ev.Type)
+		if len(got) == 2 {
+			return watch.Stop
+		}
+		return nil
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal([]string{"ADDED", "MODIFIED"}))
+	g.Expect(reasons).To(HaveLen(1))
+	g.Expect(reasons[0]).To(MatchError(watch.ErrIdle))
+}
