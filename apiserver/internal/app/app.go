@@ -48,6 +48,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusterops"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/buildinfo"
 	"github.com/tidbcloud/ops-server/operator/pkg/chartrepo"
@@ -78,8 +79,9 @@ type App struct {
 	repoServer   *http.Server
 	repoURL      string
 
-	events record.EventBroadcaster
-	apis   []server.API
+	events  record.EventBroadcaster
+	apis    []server.API
+	watches *watch.Broker
 
 	synced       atomic.Bool
 	shuttingDown atomic.Bool
@@ -205,6 +207,14 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	up := &upgrades.Service{Reader: a.cache, Live: kube, Indexed: true, Writer: kube, Namespace: cfg.Upgrades.Namespace, Providers: registry, Caller: auth.CallerName}
+	wc := cfg.Watch
+	a.watches = watch.NewBroker(watch.Options{
+		Heartbeat: wc.Heartbeat.Duration, MaxDuration: wc.MaxDuration.Duration,
+		MaxPerCaller: wc.MaxPerCaller, MaxTotal: wc.MaxTotal, Caller: auth.CallerName,
+	})
+	if up.Watch, err = a.watches.NewHub(ctx, a.cache, &opsv1.ClusterUpgradeOperation{}, upgrades.Resource, inNamespace(cfg.Upgrades.Namespace)); err != nil {
+		return nil, err
+	}
 
 	local, err := a.localCharts()
 	if err != nil {
@@ -237,6 +247,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 			OperationNamespaces: []string{cfg.Namespace}},
 	}
 	up.VMClusters = svc
+	if svc.Watch, err = a.watches.NewHub(ctx, a.cache, &helmv2.HelmRelease{}, vmclusters.Resource, inNamespace(cfg.Namespace)); err != nil {
+		return nil, err
+	}
 	comps := &components.Service{
 		Store: &vmclusters.KubeStore{
 			Cache: a.cache, Index: releases, Client: kube, Namespace: cfg.Namespace, FieldManager: cfg.FieldManager,
@@ -247,6 +260,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	bk := &backups.Service{
 		Reader: a.cache, Writer: kube, Namespace: cfg.Backups.Namespace, VMClusters: svc,
 		Defaults: cfg.Backups, Caller: auth.CallerName, CacheWait: 5 * time.Second,
+	}
+	if bk.Watch, err = a.watches.NewHub(ctx, a.cache, &opsv1.ClusterBackup{}, backups.Resource, inNamespace(cfg.Backups.Namespace)); err != nil {
+		return nil, err
 	}
 	svc.Seeder = restores.Seeder{Svc: &restores.Service{Backups: bk}, Namespace: cfg.Namespace}
 
@@ -276,6 +292,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	a.apis = append(APIsWith(svc, up, ts, ops, comps, bk), &stacks.Handler{Reader: kube, Namespace: cfg.Namespace})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.Collector())
+	reg.MustRegister(a.watches.Collectors()...)
 	a.echo, err = server.New(server.Options{
 		Logger:         a.log,
 		Registry:       reg,
@@ -350,6 +367,12 @@ func (a *App) newGuard(restCfg *rest.Config, scheme *runtime.Scheme) (*auth.Guar
 	g.Authenticator = authn
 	g.Authorizer = auth.NewSubjectAccessReviewAuthorizer(cs.AuthorizationV1().SubjectAccessReviews(), c.CacheTTL.Duration, c.CacheMaxEntries)
 	return g, nil
+}
+
+// inNamespace selects the objects of namespace ns (the cache holds
+// several namespaces).
+func inNamespace(ns string) func(client.Object) bool {
+	return func(o client.Object) bool { return o.GetNamespace() == ns }
 }
 
 // cloudRegistry builds the cloud providers the nodeGroups and addons
@@ -510,6 +533,9 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error {
 		<-gctx.Done()
 		a.shuttingDown.Store(true)
+		// http.Server.Shutdown waits for running requests without
+		// cancelling them: end the watch streams.
+		a.watches.Stop()
 		return nil
 	})
 	g.Go(func() error {

@@ -21,7 +21,7 @@ func (h *Handler) Routes() []server.Route {
 	item := BasePath + "/:backupId"
 	return []server.Route{
 		{Method: http.MethodPost, Path: BasePath, Name: "backups.create", Handler: h.create, Resource: Resource, Verb: "create"},
-		{Method: http.MethodGet, Path: BasePath, Name: "backups.list", Handler: h.list, Resource: Resource, Verb: "list"},
+		{Method: http.MethodGet, Path: BasePath, Name: "backups.list", Handler: h.list, Resource: Resource, Verb: "list", Watch: true},
 		{Method: http.MethodGet, Path: item, Name: "backups.get", Handler: h.get, Resource: Resource, Verb: "get"},
 		{Method: http.MethodDelete, Path: item, Name: "backups.delete", Handler: h.delete, Resource: Resource, Verb: "delete"},
 	}
@@ -56,6 +56,9 @@ func (h *Handler) list(c echo.Context) error {
 	req, verr := ParseList(c.QueryParams())
 	if verr != nil {
 		return verr
+	}
+	if req.Watch {
+		return h.watchStream(c, c.Param("vmclusterId"))
 	}
 	out, err := h.Svc.List(c.Request().Context(), c.Param("vmclusterId"), req)
 	if err != nil {

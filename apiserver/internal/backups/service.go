@@ -22,6 +22,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
@@ -64,6 +65,9 @@ type Service struct {
 	// CacheWait bounds the wait for the cache to see a write, so that a
 	// read after a write sees it (default 5s).
 	CacheWait time.Duration
+	// Watch streams the list's changes (?watch=true); nil: a watch is a
+	// 503.
+	Watch *watch.Hub
 }
 
 func notFound(id string) *apierror.Error {

@@ -143,4 +143,6 @@ type ListRequest struct {
 	PageSize int
 	// After is the position the page starts after (from the page token).
 	After *cursor
+	// Watch streams changes instead of answering a page.
+	Watch bool
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
 	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
@@ -137,6 +139,12 @@ func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 		}
 		req.After = c
 	}
+	w, wv := watch.ParseWatch(q)
+	if wv != nil {
+		violations = append(violations, *wv)
+	}
+	req.Watch = w
+	violations = append(violations, vmclusters.WatchViolations(q, w)...)
 	if len(violations) > 0 {
 		return ListRequest{}, apierror.InvalidArgument("the list request is invalid", violations...)
 	}

@@ -66,6 +66,21 @@ type Config struct {
 	Auth            AuthConfig            `json:"auth"`
 	TLS             TLSConfig             `json:"tls"`
 	Troubleshoot    TroubleshootConfig    `json:"troubleshoot"`
+	Watch           WatchConfig           `json:"watch"`
+}
+
+// WatchConfig bounds the watch streams of the list routes (?watch=true,
+// docs/apiserver.md "Watch streams").
+type WatchConfig struct {
+	// Heartbeat is the interval of the comment lines of an idle stream.
+	Heartbeat metav1.Duration `json:"heartbeat"`
+	// MaxDuration ends a stream cleanly; the client reconnects with
+	// Last-Event-ID.
+	MaxDuration metav1.Duration `json:"maxDuration"`
+	// MaxPerCaller and MaxTotal cap the concurrent streams of one caller
+	// and of the server (429 beyond).
+	MaxPerCaller int `json:"maxPerCaller"`
+	MaxTotal     int `json:"maxTotal"`
 }
 
 // TroubleshootConfig bounds the logs and exec routes of a vmcluster's
@@ -316,6 +331,12 @@ func Default() *Config {
 			ClientRateLimitBurst: 100,
 			RateLimitQPS:         50,
 			RateLimitBurst:       100,
+		},
+		Watch: WatchConfig{
+			Heartbeat:    metav1.Duration{Duration: 15 * time.Second},
+			MaxDuration:  metav1.Duration{Duration: 30 * time.Minute},
+			MaxPerCaller: 10,
+			MaxTotal:     500,
 		},
 		Troubleshoot: TroubleshootConfig{
 			LogMaxBytes:          10 << 20,

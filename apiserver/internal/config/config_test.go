@@ -219,3 +219,29 @@ func TestCatalogLocalDir(t *testing.T) {
 	cfg.Catalog.Charts = []config.CatalogChart{{Name: "vmagent"}}
 	g.Expect(cfg.HasLocalCharts()).To(BeTrue(), "a baked catalog chart needs the local repository")
 }
+
+func TestValidateWatch(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*config.WatchConfig)
+		ok     bool
+	}{
+		{"defaults", func(*config.WatchConfig) {}, true},
+		{"heartbeat below 1s", func(w *config.WatchConfig) { w.Heartbeat.Duration = 500 * time.Millisecond }, false},
+		{"maxDuration below 1m", func(w *config.WatchConfig) { w.MaxDuration.Duration = 30 * time.Second }, false},
+		{"heartbeat not below maxDuration", func(w *config.WatchConfig) { w.Heartbeat.Duration = w.MaxDuration.Duration }, false},
+		{"no stream per caller", func(w *config.WatchConfig) { w.MaxPerCaller = 0 }, false},
+		{"total below per caller", func(w *config.WatchConfig) { w.MaxTotal = w.MaxPerCaller - 1 }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := config.Default()
+			tc.change(&c.Watch)
+			if tc.ok {
+				g.Expect(c.Validate()).To(Succeed())
+			} else {
+				g.Expect(c.Validate()).To(MatchError(ContainSubstring("watch:")))
+			}
+		})
+	}
+}

@@ -45,6 +45,9 @@ func (c *Config) Validate() error {
 	if t := c.Troubleshoot; t.LogMaxBytes < 1024 || t.ExecMaxOutputBytes < 1024 || t.LogFollowMaxDuration.Duration <= 0 {
 		add("troubleshoot: logMaxBytes and execMaxOutputBytes must be at least 1024, logFollowMaxDuration positive")
 	}
+	if w := c.Watch; w.Heartbeat.Duration < time.Second || w.MaxDuration.Duration < time.Minute || w.Heartbeat.Duration >= w.MaxDuration.Duration || w.MaxPerCaller < 1 || w.MaxTotal < w.MaxPerCaller {
+		add("watch: heartbeat at least 1s and below maxDuration, maxDuration at least 1m, maxPerCaller at least 1 and at most maxTotal")
+	}
 	if t := c.Troubleshoot; t.DiagnosticsLogLines < 1 || t.DiagnosticsMaxBytes < 1<<20 {
 		add("troubleshoot: diagnosticsLogLines must be positive, diagnosticsMaxBytes at least 1048576")
 	}

@@ -50,6 +50,9 @@ type Route struct {
 	// LongRunning routes (log streams, exec) are not bounded by
 	// Options.RequestTimeout: their handlers bound themselves.
 	LongRunning bool
+	// Watch list routes stream changes when asked with ?watch=true
+	// (package watch); those requests are long running, the others not.
+	Watch bool
 }
 
 // API is a set of routes (one resource, or the OpenAPI document).
@@ -109,7 +112,8 @@ func New(opts Options, apis ...API) (*echo.Echo, error) {
 	// so that the label set stays bounded whatever paths clients send.
 	known := map[string]bool{}
 	longRunning := map[string]bool{}
-	e.Use(requestID, observe(opts.Logger, m, known), recoverPanic, timeout(opts.RequestTimeout, longRunning), bodyLimit(opts.MaxBodyBytes))
+	watchable := map[string]bool{}
+	e.Use(requestID, observe(opts.Logger, m, known), recoverPanic, timeout(opts.RequestTimeout, longRunning, watchable), bodyLimit(opts.MaxBodyBytes))
 
 	e.GET(PathHealthz, func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
@@ -142,6 +146,7 @@ func New(opts Options, apis ...API) (*echo.Echo, error) {
 			}
 			known[r.Path] = true
 			longRunning[key] = r.LongRunning
+			watchable[key] = r.Watch
 			var mw []echo.MiddlewareFunc
 			if opts.Guard != nil && !r.Public {
 				mw = append(mw, opts.Guard(r))
@@ -326,11 +331,13 @@ func recoverPanic(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // timeout bounds the context of every request but those of the
-// longRunning routes ("METHOD path").
-func timeout(d time.Duration, longRunning map[string]bool) echo.MiddlewareFunc {
+// longRunning routes ("METHOD path") and the watches (?watch=true) of the
+// watchable ones.
+func timeout(d time.Duration, longRunning, watchable map[string]bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if longRunning[c.Request().Method+" "+c.Path()] {
+			key := c.Request().Method + " " + c.Path()
+			if longRunning[key] || watchable[key] && isWatch(c.QueryParam("watch")) {
 				return next(c)
 			}
 			ctx, cancel := context.WithTimeout(c.Request().Context(), d)
@@ -340,6 +347,9 @@ func timeout(d time.Duration, longRunning map[string]bool) echo.MiddlewareFunc {
 		}
 	}
 }
+
+// isWatch is the "yes" of watch.ParseWatch (the same values).
+func isWatch(v string) bool { return v == "true" || v == "1" }
 
 // bodyLimit rejects bodies declared larger than limit at once and bounds
 // the reading of the others (ReadBody turns the overflow into a 400).

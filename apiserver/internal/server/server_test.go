@@ -223,3 +223,39 @@ func TestRouteWithoutPermissionIsRefused(t *testing.T) {
 		t.Fatalf("err = %v, want a refusal naming the missing permission", err)
 	}
 }
+
+// deadlineAPI answers whether the request's context has a deadline.
+type deadlineAPI struct{}
+
+func (deadlineAPI) Routes() []server.Route {
+	h := func(c echo.Context) error {
+		_, ok := c.Request().Context().Deadline()
+		return c.JSON(http.StatusOK, map[string]bool{"deadline": ok})
+	}
+	return []server.Route{
+		{Method: http.MethodGet, Path: "/watchable", Name: "watchable.list", Public: true, Watch: true, Handler: h},
+		{Method: http.MethodGet, Path: "/plain", Name: "plain.list", Public: true, Handler: h},
+	}
+}
+
+func TestWatchRequestsAreNotBoundByTheRequestTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name, path   string
+		wantDeadline bool
+	}{
+		{"a watch of a watchable route", "/watchable?watch=true", false},
+		{"watch=1", "/watchable?watch=1", false},
+		{"a page of a watchable route", "/watchable", true},
+		{"watch=false", "/watchable?watch=false", true},
+		{"watch on a route that cannot", "/plain?watch=true", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			e, err := server.New(server.Options{}, deadlineAPI{})
+			g.Expect(err).NotTo(HaveOccurred())
+			rec := get(e, http.MethodGet, tc.path, "")
+			g.Expect(rec.Code).To(Equal(http.StatusOK))
+			g.Expect(rec.Body.String()).To(MatchJSON(map[bool]string{true: `{"deadline":true}`, false: `{"deadline":false}`}[tc.wantDeadline]))
+		})
+	}
+}

@@ -35,7 +35,7 @@ func (h *Handler) Routes() []server.Route {
 		{Method: http.MethodPost, Path: BasePath, Name: "upgradeOperations.create", Handler: h.create, Resource: Resource, Verb: "create"},
 		{Method: http.MethodPost, Path: BasePath + "/dry-run", Name: "upgradeOperations.dryRun", Handler: h.dryRun, Resource: Resource + "/dryrun", Verb: "create"},
 		{Method: http.MethodPost, Path: BasePath + "/preflight", Name: "upgradeOperations.preflight", Handler: h.preflight, Resource: Resource + "/preflight", Verb: "create"},
-		{Method: http.MethodGet, Path: BasePath, Name: "upgradeOperations.list", Handler: h.list, Resource: Resource, Verb: "list"},
+		{Method: http.MethodGet, Path: BasePath, Name: "upgradeOperations.list", Handler: h.list, Resource: Resource, Verb: "list", Watch: true},
 		{Method: http.MethodGet, Path: item, Name: "upgradeOperations.get", Handler: h.get, Resource: Resource, Verb: "get"},
 		{Method: http.MethodGet, Path: item + "/events", Name: "upgradeOperations.events", Handler: h.events, Resource: Resource, Verb: "get"},
 		{Method: http.MethodPut, Path: item + "/pause", Name: "upgradeOperations.pause", Handler: h.pause, Resource: Resource + "/pause", Verb: "update"},
@@ -135,6 +135,9 @@ func (h *Handler) list(c echo.Context) error {
 	req, verr := ParseList(c.QueryParams())
 	if verr != nil {
 		return verr
+	}
+	if req.Watch {
+		return h.watchStream(c, req)
 	}
 	out, err := h.Svc.List(c.Request().Context(), req)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
@@ -49,6 +50,9 @@ type Service struct {
 	// VMClusters resolves the vmcluster a node-group upgrade names as its
 	// rollout target; nil refuses every named target.
 	VMClusters VMClusters
+	// Watch streams the list's changes (?watch=true); nil: a watch is a
+	// 503.
+	Watch *watch.Hub
 }
 
 // VMClusters resolves a vmcluster id (UID or name) the way the vmclusters
@@ -306,6 +310,8 @@ type ListRequest struct {
 	Status         string
 	PageSize       int
 	After          cursor
+	// Watch streams changes instead of answering a page.
+	Watch bool
 }
 
 type cursor struct {
@@ -322,9 +328,22 @@ func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 	var v []apierror.FieldViolation
 	r := ListRequest{K8sClusterName: q.Get("k8sClusterName"), Status: q.Get("status"), PageSize: pagetoken.DefaultPageSize}
 	for k := range q {
-		if !oneOf(k, []string{"k8sClusterName", "status", "pageSize", "pageToken"}) {
+		if !oneOf(k, []string{"k8sClusterName", "status", "pageSize", "pageToken", watch.ParamWatch, ParamResourceVersion}) {
 			v = append(v, apierror.Violation(k, "unknown query parameter"))
 		}
+	}
+	w, wv := watch.ParseWatch(q)
+	if wv != nil {
+		v = append(v, *wv)
+	}
+	r.Watch = w
+	for _, k := range []string{"pageSize", "pageToken"} {
+		if w && q.Has(k) {
+			v = append(v, apierror.Violation(k, "a watch has no pages; not allowed with watch=true"))
+		}
+	}
+	if !w && q.Has(ParamResourceVersion) {
+		v = append(v, apierror.Violation(ParamResourceVersion, "resumes a watch; only allowed with watch=true"))
 	}
 	if r.Status != "" && !oneOf(r.Status, phases) {
 		v = append(v, apierror.Violation("status", "must be one of %v", phases))
@@ -378,18 +397,9 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 	}
 	items := make([]*opsv1.ClusterUpgradeOperation, 0, len(list.Items))
 	for i := range list.Items {
-		o := &list.Items[i]
-		if req.K8sClusterName != "" && o.Spec.K8sClusterName != req.K8sClusterName {
-			continue
+		if o := &list.Items[i]; matches(o, req) {
+			items = append(items, o)
 		}
-		phase := string(o.Status.Phase)
-		if phase == "" {
-			phase = string(opsv1.UpgradePhasePending)
-		}
-		if req.Status != "" && phase != req.Status {
-			continue
-		}
-		items = append(items, o)
 	}
 	sort.Slice(items, func(i, j int) bool { return newer(items[i], items[j]) })
 	start := 0

@@ -35,7 +35,7 @@ func (h *Handler) Routes() []server.Route {
 	item := BasePath + "/:vmclusterId"
 	return []server.Route{
 		{Method: http.MethodPost, Path: BasePath, Name: "vmclusters.create", Handler: h.create, Resource: Resource, Verb: "create"},
-		{Method: http.MethodGet, Path: BasePath, Name: "vmclusters.list", Handler: h.list, Resource: Resource, Verb: "list"},
+		{Method: http.MethodGet, Path: BasePath, Name: "vmclusters.list", Handler: h.list, Resource: Resource, Verb: "list", Watch: true},
 		{Method: http.MethodGet, Path: item, Name: "vmclusters.get", Handler: h.get, Resource: Resource, Verb: "get"},
 		{Method: http.MethodPut, Path: item, Name: "vmclusters.update", Handler: h.update, Resource: Resource, Verb: "update"},
 		{Method: http.MethodDelete, Path: item, Name: "vmclusters.delete", Handler: h.delete, Resource: Resource, Verb: "delete"},
@@ -62,6 +62,9 @@ func (h *Handler) list(c echo.Context) error {
 	req, verr := ParseList(c.QueryParams())
 	if verr != nil {
 		return verr
+	}
+	if req.Watch {
+		return h.watchStream(c, req)
 	}
 	out, err := h.Ops.List(c.Request().Context(), req)
 	if err != nil {

@@ -7,7 +7,24 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 )
+
+// WatchViolations are the page and resume parameters of q that do not go
+// with watch (the lists with page_size, page_token and resource_version:
+// vmclusters, backups).
+func WatchViolations(q url.Values, watch bool) []apierror.FieldViolation {
+	var v []apierror.FieldViolation
+	for _, k := range []string{"page_size", "page_token"} {
+		if watch && q.Has(k) {
+			v = append(v, apierror.Violation(k, "a watch has no pages; not allowed with watch=true"))
+		}
+	}
+	if !watch && q.Has(ParamResourceVersion) {
+		v = append(v, apierror.Violation(ParamResourceVersion, "resumes a watch; only allowed with watch=true"))
+	}
+	return v
+}
 
 // pageToken is the cursor of a page token (see package pagetoken): the
 // name the next page starts after (vmclusters are listed by name), and the
@@ -41,7 +58,8 @@ func DecodePageToken(token string, status Status) (string, error) {
 }
 
 // ParseList validates the list query: page_size (0..1000, 0 means 50),
-// page_token, status. Other parameters are ignored.
+// page_token, status, watch (then resource_version, and no page). Other
+// parameters are ignored.
 func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 	req := ListRequest{PageSize: pagetoken.DefaultPageSize}
 	var violations []apierror.FieldViolation
@@ -69,6 +87,12 @@ func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 		}
 		req.After = after
 	}
+	w, wv := watch.ParseWatch(q)
+	if wv != nil {
+		violations = append(violations, *wv)
+	}
+	req.Watch = w
+	violations = append(violations, WatchViolations(q, w)...)
 	if len(violations) > 0 {
 		return ListRequest{}, apierror.InvalidArgument("the list request is invalid", violations...)
 	}

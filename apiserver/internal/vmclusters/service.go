@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 )
 
 // Store is what the service needs from Kubernetes. Reads come from the
@@ -66,6 +67,9 @@ type Service struct {
 	// Seeder checks and creates the restore of a vmcluster created with
 	// restore_from; nil: restore_from is refused.
 	Seeder Seeder
+	// Watch streams the list's changes (?watch=true); nil: a watch is a
+	// 503.
+	Watch *watch.Hub
 }
 
 // Seeder is the restores API as a create with restore_from needs it.

@@ -127,4 +127,6 @@ type ListRequest struct {
 	After string
 	// Status filters by status; empty means all.
 	Status Status
+	// Watch streams changes instead of answering a page.
+	Watch bool
 }
