@@ -51,6 +51,21 @@ tools: ## Build the pinned tool binaries (kube-apiserver, etcd, Flux, controller
 tools-integration: ## Only the tools the integration tests run (etcd, kube-apiserver, kubectl, Flux, VictoriaMetrics).
 	hack/tools/build.sh $(TOOLS_INTEGRATION)
 
+# The browser of the API reference page's test (apiserver/test/docspage):
+# Debian's chromium, installed when missing and make runs as root;
+# OPS_CHROMIUM names another Chromium or Chrome binary.
+.PHONY: chromium
+chromium: ## Install Debian's chromium when missing (as root), for the /docs page's browser test.
+	@if [ -n "$${OPS_CHROMIUM:-}" ]; then command -v "$$OPS_CHROMIUM" >/dev/null || { echo "OPS_CHROMIUM=$$OPS_CHROMIUM is not an executable"; exit 1; }; exit 0; fi; \
+	if command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "Installing Debian's chromium (the /docs page's browser test)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else \
+		echo "The /docs page's browser test (apiserver/test/docspage) needs Chromium: run 'sudo apt-get install chromium'" \
+			"(Debian/Ubuntu), or set OPS_CHROMIUM to a Chromium or Chrome binary."; exit 1; \
+	fi
+
 ##@ Development
 
 .PHONY: generate
@@ -97,7 +112,7 @@ dev-clean: ## Forget the local stack's state.
 ##@ Test
 
 .PHONY: test
-test: tools lint verify test-groups ## Everything CI runs: lint, verify, then every test of every module (unit, integration on a real control plane with real Flux, e2e).
+test: tools chromium lint verify test-groups ## Everything CI runs: lint, verify, then every test of every module (unit, integration on a real control plane with real Flux, e2e).
 	$(GO_TEST) $(TEST_FLAGS) $(PKGS)
 
 .PHONY: test-groups
@@ -109,7 +124,7 @@ test-unit: test-groups ## Only the tests that need no tool binary and no control
 	$(GO_TEST) $(TEST_FLAGS) $(UNIT_PKGS)
 
 .PHONY: test-integration
-test-integration: tools-integration test-groups ## Only the tests on a real control plane (etcd, kube-apiserver, Flux); builds only their tools.
+test-integration: tools-integration chromium test-groups ## Only the tests on a real control plane (etcd, kube-apiserver, Flux); builds only their tools.
 	$(GO_TEST) $(TEST_FLAGS) $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e

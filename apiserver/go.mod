@@ -22,6 +22,7 @@ require (
 	github.com/tidbcloud/ops-server/operator v0.0.0-00010101000000-000000000000
 	github.com/tidbcloud/ops-server/operator/api v0.0.0
 	go.uber.org/zap v1.27.1
+	golang.org/x/net v0.62.0
 	golang.org/x/sync v0.25.0
 	golang.org/x/text v0.43.0
 	golang.org/x/time v0.16.0
@@ -166,7 +167,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/oauth2 v0.38.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/term v0.47.0 // indirect

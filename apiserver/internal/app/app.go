@@ -39,6 +39,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
 	"github.com/tidbcloud/ops-server/apiserver/internal/components"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+	"github.com/tidbcloud/ops-server/apiserver/internal/docspage"
 	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
 	providersapi "github.com/tidbcloud/ops-server/apiserver/internal/providers"
 	"github.com/tidbcloud/ops-server/apiserver/internal/restores"
@@ -107,6 +108,7 @@ func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.S
 	}
 	return []server.API{
 		openapi.API{},
+		&docspage.API{Document: openapi.Document},
 		&vmclusters.Handler{Ops: vm},
 		&upgrades.Handler{Svc: up},
 		&backups.Handler{Svc: b},

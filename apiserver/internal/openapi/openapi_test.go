@@ -48,7 +48,7 @@ func TestSecurityDocumented(t *testing.T) {
 	}
 	g.Expect(yaml.Unmarshal(Document, &d)).To(Succeed())
 	g.Expect(d.Security).To(ContainElement(HaveKey("bearerAuth")))
-	public := map[string]bool{"healthz": true, "readyz": true, "metrics": true, "openapi": true, "version": true}
+	public := map[string]bool{"healthz": true, "readyz": true, "metrics": true, "openapi": true, "version": true, "docs": true, "docs.viewer": true}
 	for path, ops := range d.Paths {
 		for method, raw := range ops {
 			if !methods[method] {

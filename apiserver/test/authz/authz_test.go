@@ -542,7 +542,7 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 }
 
 // public are the operations served without a token.
-var public = map[string]bool{"healthz": true, "readyz": true, "metrics": true, "openapi": true, "version": true}
+var public = map[string]bool{"healthz": true, "readyz": true, "metrics": true, "openapi": true, "version": true, "docs": true, "docs.viewer": true}
 
 func TestEveryRouteIsAuthenticatedAndAuthorized(t *testing.T) {
 	f := start(t)

@@ -121,13 +121,13 @@ func TestNotFound(t *testing.T) {
 }
 
 // TestOperationalEndpoints checks /healthz, /readyz, /metrics and the
-// OpenAPI document on a running server.
+// OpenAPI document and its page on a running server.
 func TestOperationalEndpoints(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	s := startServer(t, env.NewNamespace(t), func(c *config.Config) { c.Chart.Repository = deadRepository })
 
-	for _, p := range []string{"/healthz", "/readyz", "/openapi.yaml"} {
+	for _, p := range []string{"/healthz", "/readyz", "/openapi.yaml", "/docs", "/docs/redoc.standalone.js"} {
 		code, _ := s.do(http.MethodGet, p, nil)
 		g.Expect(code).To(Equal(http.StatusOK), p)
 	}

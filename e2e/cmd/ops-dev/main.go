@@ -63,6 +63,7 @@ func run(stateDir, addr, services, charts string, restart bool, replicas int) er
 Local stack ready in %s.
 
   REST API:        %s   (readiness: %s/readyz, OpenAPI: %s/openapi.yaml)
+  API reference:   %s/docs   (open it in a browser; no token needed)
   API token:       %s   (ServiceAccount observability/%s, every API permission;
                    send it as "Authorization: Bearer <token>", see docs/auth.md)
   kubeconfig:      %s
@@ -89,7 +90,7 @@ Try:
 
 docs/quickstart.md goes on from here (a blue-green upgrade of dev-cluster).
 Press Ctrl-C to stop everything; state stays in %s until make dev-clean.
-`, time.Since(start).Round(100*time.Millisecond), api, api, api, tokenPath, stack.DevServiceAccount, s.Kubeconfig, stateDir, stateDir, s.ServicesURL(), s.VMStorageRoot(), stack.StorageClassName,
+`, time.Since(start).Round(100*time.Millisecond), api, api, api, api, tokenPath, stack.DevServiceAccount, s.Kubeconfig, stateDir, stateDir, s.ServicesURL(), s.VMStorageRoot(), stack.StorageClassName,
 		stack.DevCluster.Name, stack.DevCluster.Region, stack.Namespace, stack.StackName, stack.DevVMCluster,
 		tokenPath, api, api, api, api, s.ServicesURL(), stack.Namespace, stack.DevVMCluster, s.Kubeconfig, stateDir)
 	if s.HA() {
