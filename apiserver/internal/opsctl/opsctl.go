@@ -62,6 +62,8 @@ type IO struct {
 	// that `upgrades watch` follows; nil: polling (NewPollingSource). The
 	// server-sent-event source plugs in here.
 	NewUpgradeSource func(c *client.Client, id string, interval time.Duration) UpgradeSource
+	// Now is the clock of AGE columns (nil: time.Now).
+	Now func() time.Time
 	// HTTPClient is the HTTP client of the API calls (nil: one with a
 	// 60s timeout per request).
 	HTTPClient *http.Client
@@ -87,6 +89,9 @@ func Main(args []string, stdio IO) int {
 	}
 	if stdio.In == nil {
 		stdio.In = strings.NewReader("")
+	}
+	if stdio.Now == nil {
+		stdio.Now = time.Now
 	}
 	if stdio.PollInterval <= 0 {
 		stdio.PollInterval = time.Second

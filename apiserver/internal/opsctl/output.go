@@ -147,7 +147,7 @@ func (g *globals) print(resp *http.Response, body []byte, format string, t table
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return err
 	}
-	return writeTable(out, doc, t, time.Now())
+	return writeTable(out, doc, t, g.io.Now())
 }
 
 // writeTable renders doc as a kubectl-like table: upper-case headers,
