@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-		"strings"
+	"strings"
 	"sync"
 	"time"
 
@@ -360,4 +360,3 @@ func (p *progress) done() {
 		p.open = false
 	}
 }
-
