@@ -1305,32 +1305,32 @@ type ApproveRequest struct {
 	// Gate The gate id to approve: BeforeNodeGroups, BeforeEachNodeGroup/<nodeGroupName> or BeforeDrain/<nodeGroupName>. Omitted: the gate the operation waits at.
 	//
 	// Example: BeforeNodeGroups
-	Gate string `json:"gate,omitempty"`
+	Gate string `json:"gate,omitempty,omitzero"`
 }
 
 // Backup defines model for Backup.
 type Backup struct {
-	CompletionTime time.Time `json:"completion_time,omitempty"`
-	Concurrency    int       `json:"concurrency,omitempty"`
-	CreateTime     time.Time `json:"create_time,omitempty"`
+	CompletionTime time.Time `json:"completion_time,omitempty,omitzero"`
+	Concurrency    int       `json:"concurrency,omitempty,omitzero"`
+	CreateTime     time.Time `json:"create_time,omitempty,omitzero"`
 
 	// Deleting DELETE was accepted and ops-operator is cleaning up.
-	Deleting       bool                 `json:"deleting,omitempty"`
+	Deleting       bool                 `json:"deleting,omitempty,omitzero"`
 	DeletionPolicy BackupDeletionPolicy `json:"deletion_policy"`
 	Destination    struct {
-		CredentialsSecret    string `json:"credentials_secret,omitempty"`
-		CredentialsSecretKey string `json:"credentials_secret_key,omitempty"`
-		Url                  string `json:"url,omitempty"`
+		CredentialsSecret    string `json:"credentials_secret,omitempty,omitzero"`
+		CredentialsSecretKey string `json:"credentials_secret_key,omitempty,omitzero"`
+		Url                  string `json:"url,omitempty,omitzero"`
 	} `json:"destination"`
 
 	// Id The ClusterBackup UID.
 	Id string `json:"id"`
 
 	// InitiatedBy The authenticated caller that created the backup.
-	InitiatedBy string `json:"initiated_by,omitempty"`
+	InitiatedBy string `json:"initiated_by,omitempty,omitzero"`
 
 	// Message ops-operator's message (failed replicas with their errors
-	Message string `json:"message,omitempty"`
+	Message string `json:"message,omitempty,omitzero"`
 
 	// Name "vmclusters/<vmcluster>/backups/<backup>"
 	//
@@ -1341,14 +1341,14 @@ type Backup struct {
 	// Progress "<finished>/<total>" replicas.
 	//
 	// Example: 2/3
-	Progress  string          `json:"progress,omitempty"`
+	Progress  string          `json:"progress,omitempty,omitzero"`
 	Replicas  []BackupReplica `json:"replicas"`
-	StartTime time.Time       `json:"start_time,omitempty"`
+	StartTime time.Time       `json:"start_time,omitempty,omitzero"`
 
 	// Target The VMCluster object (operator.victoriametrics.com) backed up.
 	Target struct {
-		Name      string `json:"name,omitempty"`
-		Namespace string `json:"namespace,omitempty"`
+		Name      string `json:"name,omitempty,omitzero"`
+		Namespace string `json:"namespace,omitempty,omitzero"`
 	} `json:"target"`
 
 	// Vmcluster Example: vmclusters/vmcluster
@@ -1367,10 +1367,10 @@ type BackupPhase string
 // BackupCreate Every field is optional.
 type BackupCreate struct {
 	// Concurrency Replicas uploaded at a time; absent means all at once.
-	Concurrency int `json:"concurrency,omitempty"`
+	Concurrency int `json:"concurrency,omitempty,omitzero"`
 
 	// DeletionPolicy What deleting the backup does to its data.
-	DeletionPolicy BackupCreateDeletionPolicy `json:"deletion_policy,omitempty"`
+	DeletionPolicy BackupCreateDeletionPolicy `json:"deletion_policy,omitempty,omitzero"`
 	Destination    struct {
 		// CredentialsSecret Secret in the backups namespace with the object store
 		// credentials; it must carry the label
@@ -1379,10 +1379,10 @@ type BackupCreate struct {
 		// Absent: the server's default (backups.credentialsSecret) for
 		// object stores; "": none (the ambient identity). Not with
 		// fs://.
-		CredentialsSecret string `json:"credentials_secret,omitempty"`
+		CredentialsSecret string `json:"credentials_secret,omitempty,omitzero"`
 
 		// CredentialsSecretKey Key of credentials_secret holding a credentials file (passed as -credsFilePath); absent, every key is an environment variable. Only with credentials_secret.
-		CredentialsSecretKey string `json:"credentials_secret_key,omitempty"`
+		CredentialsSecretKey string `json:"credentials_secret_key,omitempty,omitzero"`
 
 		// Url s3://<bucket>[/<path>], gs://<bucket>[/<path>],
 		// azblob://<container>[/<path>] or fs:///<absolute path>; no
@@ -1393,8 +1393,8 @@ type BackupCreate struct {
 		//
 		//
 		// Example: s3://o11y-backups/prod
-		Url string `json:"url,omitempty"`
-	} `json:"destination,omitempty"`
+		Url string `json:"url,omitempty,omitzero"`
+	} `json:"destination,omitempty,omitzero"`
 }
 
 // BackupCreateDeletionPolicy What deleting the backup does to its data.
@@ -1404,22 +1404,22 @@ type BackupCreateDeletionPolicy string
 type BackupReplica struct {
 	// Bytes Size of the replica's backup once it succeeded.
 	Bytes          int64     `json:"bytes"`
-	CompletionTime time.Time `json:"completion_time,omitempty"`
+	CompletionTime time.Time `json:"completion_time,omitempty,omitzero"`
 
 	// Destination Where this replica is backed up to.
-	Destination string `json:"destination,omitempty"`
+	Destination string `json:"destination,omitempty,omitzero"`
 
 	// Error Why the replica's backup failed.
-	Error string             `json:"error,omitempty"`
-	Node  string             `json:"node,omitempty"`
+	Error string             `json:"error,omitempty,omitzero"`
+	Node  string             `json:"node,omitempty,omitzero"`
 	Phase BackupReplicaPhase `json:"phase"`
 
 	// Pod The vmstorage pod.
 	Pod string `json:"pod"`
 
 	// Snapshot The instant snapshot taken on the replica.
-	Snapshot  string    `json:"snapshot,omitempty"`
-	StartTime time.Time `json:"start_time,omitempty"`
+	Snapshot  string    `json:"snapshot,omitempty,omitzero"`
+	StartTime time.Time `json:"start_time,omitempty,omitzero"`
 }
 
 // BackupReplicaPhase defines model for BackupReplica.Phase.
@@ -1427,36 +1427,36 @@ type BackupReplicaPhase string
 
 // BackupSchedule defines model for BackupSchedule.
 type BackupSchedule struct {
-	Concurrency int       `json:"concurrency,omitempty"`
-	CreateTime  time.Time `json:"create_time,omitempty"`
+	Concurrency int       `json:"concurrency,omitempty,omitzero"`
+	CreateTime  time.Time `json:"create_time,omitempty,omitzero"`
 
 	// DeletedBackups How many backups retention deleted.
 	DeletedBackups int64 `json:"deleted_backups"`
 	Destination    struct {
-		CredentialsSecret    string `json:"credentials_secret,omitempty"`
-		CredentialsSecretKey string `json:"credentials_secret_key,omitempty"`
-		Url                  string `json:"url,omitempty"`
+		CredentialsSecret    string `json:"credentials_secret,omitempty,omitzero"`
+		CredentialsSecretKey string `json:"credentials_secret_key,omitempty,omitzero"`
+		Url                  string `json:"url,omitempty,omitzero"`
 	} `json:"destination"`
 
 	// Id The ClusterBackupSchedule UID.
 	Id       string `json:"id"`
-	KeepDays int    `json:"keep_days,omitempty"`
-	KeepLast int    `json:"keep_last,omitempty"`
+	KeepDays int    `json:"keep_days,omitempty,omitzero"`
+	KeepLast int    `json:"keep_last,omitempty,omitzero"`
 
 	// LastBackup The backup of the last tick.
-	LastBackup string `json:"last_backup,omitempty"`
+	LastBackup string `json:"last_backup,omitempty,omitzero"`
 
 	// LastScheduleTime The last tick a backup was created for.
-	LastScheduleTime     time.Time `json:"last_schedule_time,omitempty"`
-	LastSuccessfulBackup string    `json:"last_successful_backup,omitempty"`
-	LastSuccessfulTime   time.Time `json:"last_successful_time,omitempty"`
-	Message              string    `json:"message,omitempty"`
+	LastScheduleTime     time.Time `json:"last_schedule_time,omitempty,omitzero"`
+	LastSuccessfulBackup string    `json:"last_successful_backup,omitempty,omitzero"`
+	LastSuccessfulTime   time.Time `json:"last_successful_time,omitempty,omitzero"`
+	Message              string    `json:"message,omitempty,omitzero"`
 
 	// Name "vmclusters/<vmcluster>/backupSchedules/<schedule>"
 	//
 	// Example: vmclusters/vmcluster/backupSchedules/nightly
 	Name             string    `json:"name"`
-	NextScheduleTime time.Time `json:"next_schedule_time,omitempty"`
+	NextScheduleTime time.Time `json:"next_schedule_time,omitempty,omitzero"`
 
 	// RetainedBackups The backups retention keeps
 	RetainedBackups []string `json:"retained_backups"`
@@ -1466,8 +1466,8 @@ type BackupSchedule struct {
 	State   BackupScheduleState `json:"state"`
 	Suspend bool                `json:"suspend"`
 	Target  struct {
-		Name      string `json:"name,omitempty"`
-		Namespace string `json:"namespace,omitempty"`
+		Name      string `json:"name,omitempty,omitzero"`
+		Namespace string `json:"namespace,omitempty,omitzero"`
 	} `json:"target"`
 
 	// Vmcluster Example: vmclusters/vmcluster
@@ -1481,25 +1481,25 @@ type BackupScheduleState string
 // BackupScheduleRequest defines model for BackupScheduleRequest.
 type BackupScheduleRequest struct {
 	// Concurrency Replicas uploaded at a time by each backup; absent means all at once.
-	Concurrency int `json:"concurrency,omitempty"`
+	Concurrency int `json:"concurrency,omitempty,omitzero"`
 
 	// Destination As a backup's (BackupCreate); absent fields take the server's defaults.
 	Destination struct {
-		CredentialsSecret    string `json:"credentials_secret,omitempty"`
-		CredentialsSecretKey string `json:"credentials_secret_key,omitempty"`
+		CredentialsSecret    string `json:"credentials_secret,omitempty,omitzero"`
+		CredentialsSecretKey string `json:"credentials_secret_key,omitempty,omitzero"`
 
 		// Url Example: s3://o11y-backups/prod
-		Url string `json:"url,omitempty"`
-	} `json:"destination,omitempty"`
+		Url string `json:"url,omitempty,omitzero"`
+	} `json:"destination,omitempty,omitzero"`
 
 	// KeepDays Keep the Succeeded backups scheduled less than keep_days days ago. With keep_last
-	KeepDays int `json:"keep_days,omitempty"`
+	KeepDays int `json:"keep_days,omitempty,omitzero"`
 
 	// KeepLast Keep the newest keep_last Succeeded backups. keep_last
-	KeepLast int `json:"keep_last,omitempty"`
+	KeepLast int `json:"keep_last,omitempty,omitzero"`
 
 	// Name POST only (required there); unique in the backups namespace.
-	Name string `json:"name,omitempty"`
+	Name string `json:"name,omitempty,omitzero"`
 
 	// Schedule Cron in UTC, five fields (minute hour day-of-month month day-of-week), or @hourly, @daily, @weekly, @monthly, @every <duration> (at least 1m). No time zone prefix.
 	//
@@ -1507,7 +1507,7 @@ type BackupScheduleRequest struct {
 	Schedule string `json:"schedule"`
 
 	// Suspend Create no backups (retention still runs).
-	Suspend bool `json:"suspend,omitempty"`
+	Suspend bool `json:"suspend,omitempty,omitzero"`
 }
 
 // BootstrapStatus defines model for BootstrapStatus.
@@ -1517,23 +1517,23 @@ type BootstrapStatus struct {
 
 // ClusterAddon defines model for ClusterAddon.
 type ClusterAddon struct {
-	AvailableVersions []string `json:"availableVersions,omitempty"`
-	Name              string   `json:"name,omitempty"`
-	Status            string   `json:"status,omitempty"`
-	Version           string   `json:"version,omitempty"`
+	AvailableVersions []string `json:"availableVersions,omitempty,omitzero"`
+	Name              string   `json:"name,omitempty,omitzero"`
+	Status            string   `json:"status,omitempty,omitzero"`
+	Version           string   `json:"version,omitempty,omitzero"`
 }
 
 // Component defines model for Component.
 type Component struct {
 	// Chart The catalog chart.
 	Chart      string    `json:"chart"`
-	CreateTime time.Time `json:"create_time,omitempty"`
+	CreateTime time.Time `json:"create_time,omitempty,omitzero"`
 
 	// DeployedVersion The chart version Helm deployed last; absent before the first deployment.
-	DeployedVersion string `json:"deployed_version,omitempty"`
+	DeployedVersion string `json:"deployed_version,omitempty,omitzero"`
 
 	// Etag Changes with every change of the specification (AIP-154).
-	Etag string `json:"etag,omitempty"`
+	Etag string `json:"etag,omitempty,omitzero"`
 
 	// Id The HelmRelease UID.
 	Id string `json:"id"`
@@ -1541,16 +1541,16 @@ type Component struct {
 	// LastAction The last Helm action helm-controller attempted for the release.
 	LastAction struct {
 		// Action Example: upgrade
-		Action  string `json:"action,omitempty"`
-		Message string `json:"message,omitempty"`
+		Action  string `json:"action,omitempty,omitzero"`
+		Message string `json:"message,omitempty,omitzero"`
 
 		// Reason Example: UpgradeSucceeded
-		Reason string                    `json:"reason,omitempty"`
-		Result ComponentLastActionResult `json:"result,omitempty"`
+		Reason string                    `json:"reason,omitempty,omitzero"`
+		Result ComponentLastActionResult `json:"result,omitempty,omitzero"`
 
 		// Time When it ended.
-		Time time.Time `json:"time,omitempty"`
-	} `json:"last_action,omitempty"`
+		Time time.Time `json:"time,omitempty,omitzero"`
+	} `json:"last_action,omitempty,omitzero"`
 
 	// Name "components/<name>"
 	//
@@ -1565,11 +1565,11 @@ type Component struct {
 	// UPDATING (a change is being applied), FAILED (Flux's reason and
 	// message in status_reason / status_message), DELETING.
 	Status        Status `json:"status"`
-	StatusMessage string `json:"status_message,omitempty"`
-	StatusReason  string `json:"status_reason,omitempty"`
+	StatusMessage string `json:"status_message,omitempty,omitzero"`
+	StatusReason  string `json:"status_reason,omitempty,omitzero"`
 
 	// Values The values the last POST or PUT sent. Absent in lists.
-	Values Values `json:"values,omitempty"`
+	Values Values `json:"values,omitempty,omitzero"`
 
 	// Version The requested chart version.
 	Version string `json:"version"`
@@ -1584,96 +1584,96 @@ type ComponentCreate struct {
 	Chart string `json:"chart"`
 
 	// CreateTime Output only; ignored.
-	CreateTime interface{} `json:"create_time,omitempty"`
+	CreateTime interface{} `json:"create_time,omitempty,omitzero"`
 
 	// DeployedVersion Output only; ignored.
-	DeployedVersion interface{} `json:"deployed_version,omitempty"`
+	DeployedVersion interface{} `json:"deployed_version,omitempty,omitzero"`
 
 	// LastAction Output only; ignored.
-	LastAction interface{} `json:"last_action,omitempty"`
+	LastAction interface{} `json:"last_action,omitempty,omitzero"`
 
 	// Name The rules of a vmcluster name (a Helm release name that is a DNS-1123 label, at most 53 characters), unique among vmclusters and components; the "components/" prefix is accepted.
 	Name string `json:"name"`
 
 	// Namespace Target namespace; absent means the ops-server namespace. Others only where the catalog entry allows them.
-	Namespace string `json:"namespace,omitempty"`
+	Namespace string `json:"namespace,omitempty,omitzero"`
 
 	// Status Output only; ignored.
-	Status interface{} `json:"status,omitempty"`
+	Status interface{} `json:"status,omitempty,omitzero"`
 
 	// StatusMessage Output only; ignored.
-	StatusMessage interface{} `json:"status_message,omitempty"`
+	StatusMessage interface{} `json:"status_message,omitempty,omitzero"`
 
 	// StatusReason Output only; ignored.
-	StatusReason interface{} `json:"status_reason,omitempty"`
+	StatusReason interface{} `json:"status_reason,omitempty,omitzero"`
 
 	// Values Initial values; absent means {}.
-	Values Values `json:"values,omitempty"`
+	Values Values `json:"values,omitempty,omitzero"`
 
 	// Version Chart version; absent means the catalog's default.
-	Version string `json:"version,omitempty"`
+	Version string `json:"version,omitempty,omitzero"`
 }
 
 // ComponentReplicas defines model for ComponentReplicas.
 type ComponentReplicas struct {
-	Vminsert  int `json:"vminsert,omitempty"`
-	Vmselect  int `json:"vmselect,omitempty"`
-	Vmstorage int `json:"vmstorage,omitempty"`
+	Vminsert  int `json:"vminsert,omitempty,omitzero"`
+	Vmselect  int `json:"vmselect,omitempty,omitzero"`
+	Vmstorage int `json:"vmstorage,omitempty,omitzero"`
 }
 
 // ComponentResources Requests and limits (cpu, memory), replacing the component's current ones.
 type ComponentResources struct {
-	Limits map[string]string `json:"limits,omitempty"`
+	Limits map[string]string `json:"limits,omitempty,omitzero"`
 
 	// Requests Example: {"cpu":"500m","memory":"1Gi"}
-	Requests map[string]string `json:"requests,omitempty"`
+	Requests map[string]string `json:"requests,omitempty,omitzero"`
 }
 
 // ComponentUpdate defines model for ComponentUpdate.
 type ComponentUpdate struct {
 	// Chart Must match if present.
-	Chart string `json:"chart,omitempty"`
+	Chart string `json:"chart,omitempty,omitzero"`
 
 	// CreateTime Output only; ignored.
-	CreateTime interface{} `json:"create_time,omitempty"`
+	CreateTime interface{} `json:"create_time,omitempty,omitzero"`
 
 	// DeployedVersion Output only; ignored.
-	DeployedVersion interface{} `json:"deployed_version,omitempty"`
+	DeployedVersion interface{} `json:"deployed_version,omitempty,omitzero"`
 
 	// Etag The etag returned by GET; when present the change is made only if it still matches (else 412).
-	Etag string `json:"etag,omitempty"`
+	Etag string `json:"etag,omitempty,omitzero"`
 
 	// Id Must match if present.
-	Id string `json:"id,omitempty"`
+	Id string `json:"id,omitempty,omitzero"`
 
 	// LastAction Output only; ignored.
-	LastAction interface{} `json:"last_action,omitempty"`
+	LastAction interface{} `json:"last_action,omitempty,omitzero"`
 
 	// Name Must match if present.
-	Name string `json:"name,omitempty"`
+	Name string `json:"name,omitempty,omitzero"`
 
 	// Namespace Must match if present.
-	Namespace string `json:"namespace,omitempty"`
+	Namespace string `json:"namespace,omitempty,omitzero"`
 
 	// Status Output only; ignored.
-	Status interface{} `json:"status,omitempty"`
+	Status interface{} `json:"status,omitempty,omitzero"`
 
 	// StatusMessage Output only; ignored.
-	StatusMessage interface{} `json:"status_message,omitempty"`
+	StatusMessage interface{} `json:"status_message,omitempty,omitzero"`
 
 	// StatusReason Output only; ignored.
-	StatusReason interface{} `json:"status_reason,omitempty"`
+	StatusReason interface{} `json:"status_reason,omitempty,omitzero"`
 
 	// Values The new complete values; they replace the current ones.
 	Values Values `json:"values"`
 
 	// Version New chart version; absent keeps the current one.
-	Version string `json:"version,omitempty"`
+	Version string `json:"version,omitempty,omitzero"`
 }
 
 // DeleteBackupResponse defines model for DeleteBackupResponse.
 type DeleteBackupResponse struct {
-	Backup Backup                     `json:"backup,omitempty"`
+	Backup Backup                     `json:"backup,omitempty,omitzero"`
 	Id     string                     `json:"id"`
 	Name   string                     `json:"name"`
 	Result DeleteBackupResponseResult `json:"result"`
@@ -1694,10 +1694,10 @@ type DeleteBackupScheduleResponseResult string
 
 // DeleteUpgradeOperationResponse defines model for DeleteUpgradeOperationResponse.
 type DeleteUpgradeOperationResponse struct {
-	Id        string                               `json:"id,omitempty"`
-	Name      string                               `json:"name,omitempty"`
-	Operation UpgradeOperation                     `json:"operation,omitempty"`
-	Result    DeleteUpgradeOperationResponseResult `json:"result,omitempty"`
+	Id        string                               `json:"id,omitempty,omitzero"`
+	Name      string                               `json:"name,omitempty,omitzero"`
+	Operation UpgradeOperation                     `json:"operation,omitempty,omitzero"`
+	Result    DeleteUpgradeOperationResponseResult `json:"result,omitempty,omitzero"`
 }
 
 // DeleteUpgradeOperationResponseResult defines model for DeleteUpgradeOperationResponse.Result.
@@ -1714,20 +1714,20 @@ type Error struct {
 			Type ErrorErrorDetailsType `json:"@type"`
 
 			// Domain ErrorInfo; always observability.tidbcloud.com.
-			Domain string `json:"domain,omitempty"`
+			Domain string `json:"domain,omitempty,omitzero"`
 
 			// FieldViolations BadRequest.
-			FieldViolations []FieldViolation `json:"fieldViolations,omitempty"`
+			FieldViolations []FieldViolation `json:"fieldViolations,omitempty,omitzero"`
 
 			// Metadata ErrorInfo.
-			Metadata map[string]string `json:"metadata,omitempty"`
+			Metadata map[string]string `json:"metadata,omitempty,omitzero"`
 
 			// Reason ErrorInfo.
-			Reason string `json:"reason,omitempty"`
+			Reason string `json:"reason,omitempty,omitzero"`
 
 			// RequestId RequestInfo; the X-Request-Id of the request.
-			RequestId string `json:"requestId,omitempty"`
-		} `json:"details,omitempty"`
+			RequestId string `json:"requestId,omitempty,omitzero"`
+		} `json:"details,omitempty,omitzero"`
 		Message string `json:"message"`
 
 		// Status Canonical code name: INVALID_ARGUMENT, FAILED_PRECONDITION, NOT_FOUND, ALREADY_EXISTS, ABORTED, INTERNAL, UNAVAILABLE, DEADLINE_EXCEEDED, ...
@@ -1742,7 +1742,7 @@ type ErrorErrorDetailsType string
 type Event struct {
 	// Count How many times it happened.
 	Count     int32     `json:"count"`
-	FirstTime time.Time `json:"firstTime,omitempty"`
+	FirstTime time.Time `json:"firstTime,omitempty,omitzero"`
 	Message   string    `json:"message"`
 
 	// Name The Event object, namespace/name.
@@ -1753,15 +1753,15 @@ type Event struct {
 		// Kind Example: Pod
 		Kind      string `json:"kind"`
 		Name      string `json:"name"`
-		Namespace string `json:"namespace,omitempty"`
-		Uid       string `json:"uid,omitempty"`
+		Namespace string `json:"namespace,omitempty,omitzero"`
+		Uid       string `json:"uid,omitempty,omitzero"`
 	} `json:"object"`
 
 	// Reason Example: Unhealthy
 	Reason string `json:"reason"`
 
 	// Source The component that reported it (reportingController
-	Source string `json:"source,omitempty"`
+	Source string `json:"source,omitempty,omitzero"`
 
 	// Time The last occurrence (the order of the list).
 	Time time.Time `json:"time"`
@@ -1776,21 +1776,21 @@ type ExecRequest struct {
 	Command []string `json:"command"`
 
 	// Container Default: the Pod's default container (its first).
-	Container      string `json:"container,omitempty"`
-	TimeoutSeconds int    `json:"timeoutSeconds,omitempty"`
+	Container      string `json:"container,omitempty,omitzero"`
+	TimeoutSeconds int    `json:"timeoutSeconds,omitempty,omitzero"`
 }
 
 // ExecResult defines model for ExecResult.
 type ExecResult struct {
-	ExitCode int    `json:"exitCode,omitempty"`
-	Stderr   string `json:"stderr,omitempty"`
-	Stdout   string `json:"stdout,omitempty"`
+	ExitCode int    `json:"exitCode,omitempty,omitzero"`
+	Stderr   string `json:"stderr,omitempty,omitzero"`
+	Stdout   string `json:"stdout,omitempty,omitzero"`
 
 	// TimedOut The command was stopped at timeoutSeconds (exitCode -1).
-	TimedOut bool `json:"timedOut,omitempty"`
+	TimedOut bool `json:"timedOut,omitempty,omitzero"`
 
 	// Truncated stdout or stderr was cut at the server's limit.
-	Truncated bool `json:"truncated,omitempty"`
+	Truncated bool `json:"truncated,omitempty,omitzero"`
 }
 
 // FieldViolation defines model for FieldViolation.
@@ -1804,34 +1804,34 @@ type FieldViolation struct {
 // Health defines model for Health.
 type Health struct {
 	// Status Example: ok
-	Status string `json:"status,omitempty"`
+	Status string `json:"status,omitempty,omitzero"`
 }
 
 // HelmReleaseInfo defines model for HelmReleaseInfo.
 type HelmReleaseInfo struct {
-	Chart string `json:"chart,omitempty"`
+	Chart string `json:"chart,omitempty,omitzero"`
 
 	// DeployedVersion The chart version Helm deployed last (the newest deployed entry of the HelmRelease's history); absent before the first deployment. Differs from version while an upgrade is pending or after it failed.
-	DeployedVersion string `json:"deployed_version,omitempty"`
+	DeployedVersion string `json:"deployed_version,omitempty,omitzero"`
 
 	// LastAction The last Helm action helm-controller attempted for the release.
 	LastAction struct {
 		// Action Example: upgrade
-		Action  string `json:"action,omitempty"`
-		Message string `json:"message,omitempty"`
+		Action  string `json:"action,omitempty,omitzero"`
+		Message string `json:"message,omitempty,omitzero"`
 
 		// Reason Example: UpgradeSucceeded
-		Reason string                          `json:"reason,omitempty"`
-		Result HelmReleaseInfoLastActionResult `json:"result,omitempty"`
+		Reason string                          `json:"reason,omitempty,omitzero"`
+		Result HelmReleaseInfoLastActionResult `json:"result,omitempty,omitzero"`
 
 		// Time When it ended.
-		Time time.Time `json:"time,omitempty"`
-	} `json:"last_action,omitempty"`
-	ReleaseName      string `json:"release_name,omitempty"`
-	ReleaseNamespace string `json:"release_namespace,omitempty"`
+		Time time.Time `json:"time,omitempty,omitzero"`
+	} `json:"last_action,omitempty,omitzero"`
+	ReleaseName      string `json:"release_name,omitempty,omitzero"`
+	ReleaseNamespace string `json:"release_namespace,omitempty,omitzero"`
 
 	// Version The requested chart version (semantic version). Settable on create and update.
-	Version string `json:"version,omitempty"`
+	Version string `json:"version,omitempty,omitzero"`
 }
 
 // HelmReleaseInfoLastActionResult defines model for HelmReleaseInfo.LastAction.Result.
@@ -1842,7 +1842,7 @@ type ListBackupSchedulesResponse struct {
 	BackupSchedules []BackupSchedule `json:"backup_schedules"`
 
 	// NextPageToken Absent on the last page.
-	NextPageToken string `json:"next_page_token,omitempty"`
+	NextPageToken string `json:"next_page_token,omitempty,omitzero"`
 }
 
 // ListBackupsResponse defines model for ListBackupsResponse.
@@ -1850,7 +1850,7 @@ type ListBackupsResponse struct {
 	Backups []Backup `json:"backups"`
 
 	// NextPageToken Absent on the last page.
-	NextPageToken string `json:"next_page_token,omitempty"`
+	NextPageToken string `json:"next_page_token,omitempty,omitzero"`
 }
 
 // ListComponentsResponse defines model for ListComponentsResponse.
@@ -1858,18 +1858,18 @@ type ListComponentsResponse struct {
 	Components []Component `json:"components"`
 
 	// NextPageToken Absent on the last page.
-	NextPageToken string `json:"next_page_token,omitempty"`
+	NextPageToken string `json:"next_page_token,omitempty,omitzero"`
 }
 
 // ListEventsResponse defines model for ListEventsResponse.
 type ListEventsResponse struct {
 	Events        []Event `json:"events"`
-	NextPageToken string  `json:"next_page_token,omitempty"`
+	NextPageToken string  `json:"next_page_token,omitempty,omitzero"`
 }
 
 // ListPodsResponse defines model for ListPodsResponse.
 type ListPodsResponse struct {
-	NextPageToken string `json:"next_page_token,omitempty"`
+	NextPageToken string `json:"next_page_token,omitempty,omitzero"`
 	Pods          []Pod  `json:"pods"`
 }
 
@@ -1877,26 +1877,26 @@ type ListPodsResponse struct {
 type ListProvidersResponse struct {
 	Providers []struct {
 		// AddonCompatibility The preflight checks addon versions against the target with the cloud's own data.
-		AddonCompatibility bool `json:"addonCompatibility,omitempty"`
+		AddonCompatibility bool `json:"addonCompatibility,omitempty,omitzero"`
 
 		// AddonResolveConflicts clusterAddons[].resolveConflicts may be set.
-		AddonResolveConflicts bool `json:"addonResolveConflicts,omitempty"`
+		AddonResolveConflicts bool `json:"addonResolveConflicts,omitempty,omitzero"`
 
 		// Addons clusterAddons may be set.
-		Addons    bool `json:"addons,omitempty"`
-		BlueGreen bool `json:"blueGreen,omitempty"`
+		Addons    bool `json:"addons,omitempty,omitzero"`
+		BlueGreen bool `json:"blueGreen,omitempty,omitzero"`
 
 		// CancelRunningOperation What cancelling an operation does to a cloud operation already running.
-		CancelRunningOperation string                             `json:"cancelRunningOperation,omitempty"`
-		InPlace                bool                               `json:"inPlace,omitempty"`
-		Name                   ListProvidersResponseProvidersName `json:"name,omitempty"`
+		CancelRunningOperation string                             `json:"cancelRunningOperation,omitempty,omitzero"`
+		InPlace                bool                               `json:"inPlace,omitempty,omitzero"`
+		Name                   ListProvidersResponseProvidersName `json:"name,omitempty,omitzero"`
 
 		// SurgeSettings How an in-place node-group upgrade replaces nodes.
-		SurgeSettings string `json:"surgeSettings,omitempty"`
+		SurgeSettings string `json:"surgeSettings,omitempty,omitzero"`
 
 		// VersionFormat Which targetVersion the provider takes.
-		VersionFormat string `json:"versionFormat,omitempty"`
-	} `json:"providers,omitempty"`
+		VersionFormat string `json:"versionFormat,omitempty,omitzero"`
+	} `json:"providers,omitempty,omitzero"`
 }
 
 // ListProvidersResponseProvidersName defines model for ListProvidersResponse.Providers.Name.
@@ -1905,27 +1905,27 @@ type ListProvidersResponseProvidersName string
 // ListRestoresResponse defines model for ListRestoresResponse.
 type ListRestoresResponse struct {
 	// NextPageToken Absent on the last page.
-	NextPageToken string    `json:"next_page_token,omitempty"`
+	NextPageToken string    `json:"next_page_token,omitempty,omitzero"`
 	Restores      []Restore `json:"restores"`
 }
 
 // ListUpgradeOperationsResponse defines model for ListUpgradeOperationsResponse.
 type ListUpgradeOperationsResponse struct {
-	NextPageToken     string             `json:"nextPageToken,omitempty"`
-	UpgradeOperations []UpgradeOperation `json:"upgradeOperations,omitempty"`
+	NextPageToken     string             `json:"nextPageToken,omitempty,omitzero"`
+	UpgradeOperations []UpgradeOperation `json:"upgradeOperations,omitempty,omitzero"`
 }
 
 // ListVMClusterOperationsResponse defines model for ListVMClusterOperationsResponse.
 type ListVMClusterOperationsResponse struct {
 	// NextPageToken Absent on the last page.
-	NextPageToken string               `json:"next_page_token,omitempty"`
+	NextPageToken string               `json:"next_page_token,omitempty,omitzero"`
 	Operations    []VMClusterOperation `json:"operations"`
 }
 
 // ListVMClustersResponse defines model for ListVMClustersResponse.
 type ListVMClustersResponse struct {
 	// NextPageToken Absent on the last page.
-	NextPageToken string      `json:"next_page_token,omitempty"`
+	NextPageToken string      `json:"next_page_token,omitempty,omitzero"`
 	Vmclusters    []VMCluster `json:"vmclusters"`
 }
 
@@ -1949,7 +1949,7 @@ type MaintenanceWindow struct {
 	// TimeZone An IANA time zone; omitted: UTC. An unknown one is a 400.
 	//
 	// Example: Europe/Berlin
-	TimeZone string `json:"timeZone,omitempty"`
+	TimeZone string `json:"timeZone,omitempty,omitzero"`
 }
 
 // MaintenanceWindowDays defines model for MaintenanceWindow.Days.
@@ -1962,33 +1962,33 @@ type Name = string
 
 // NodeGroup defines model for NodeGroup.
 type NodeGroup struct {
-	DesiredSize   int               `json:"desiredSize,omitempty"`
-	InstanceTypes []string          `json:"instanceTypes,omitempty"`
-	Labels        map[string]string `json:"labels,omitempty"`
-	MaxSize       int               `json:"maxSize,omitempty"`
-	MinSize       int               `json:"minSize,omitempty"`
-	Name          string            `json:"name,omitempty"`
-	Status        string            `json:"status,omitempty"`
+	DesiredSize   int               `json:"desiredSize,omitempty,omitzero"`
+	InstanceTypes []string          `json:"instanceTypes,omitempty,omitzero"`
+	Labels        map[string]string `json:"labels,omitempty,omitzero"`
+	MaxSize       int               `json:"maxSize,omitempty,omitzero"`
+	MinSize       int               `json:"minSize,omitempty,omitzero"`
+	Name          string            `json:"name,omitempty,omitzero"`
+	Status        string            `json:"status,omitempty,omitzero"`
 	Taints        []struct {
-		Effect string `json:"effect,omitempty"`
-		Key    string `json:"key,omitempty"`
-		Value  string `json:"value,omitempty"`
-	} `json:"taints,omitempty"`
-	Version string `json:"version,omitempty"`
+		Effect string `json:"effect,omitempty,omitzero"`
+		Key    string `json:"key,omitempty,omitzero"`
+		Value  string `json:"value,omitempty,omitzero"`
+	} `json:"taints,omitempty,omitzero"`
+	Version string `json:"version,omitempty,omitzero"`
 }
 
 // ObservabilityStackStatus defines model for ObservabilityStackStatus.
 type ObservabilityStackStatus struct {
 	AllowDataRemoval bool                   `json:"allowDataRemoval"`
 	Components       []StackComponentStatus `json:"components"`
-	Message          string                 `json:"message,omitempty"`
+	Message          string                 `json:"message,omitempty,omitzero"`
 	Name             string                 `json:"name"`
 
 	// Ready The stack's Ready condition; Unknown before ops-operator reconciled it.
 	Ready ObservabilityStackStatusReady `json:"ready"`
 
 	// Reason Reason of the Ready condition (Succeeded, ComponentsNotReady, RemovalRefused, Blocked, InvalidSpec, Progressing).
-	Reason string `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty,omitzero"`
 
 	// UpToDate ops-operator has applied the latest declaration.
 	UpToDate bool `json:"upToDate"`
@@ -1999,24 +1999,24 @@ type ObservabilityStackStatusReady string
 
 // Pod defines model for Pod.
 type Pod struct {
-	AgeSeconds int `json:"ageSeconds,omitempty"`
+	AgeSeconds int `json:"ageSeconds,omitempty,omitzero"`
 
 	// Component Example: vmstorage
-	Component    string         `json:"component,omitempty"`
-	Containers   []PodContainer `json:"containers,omitempty"`
-	CreateTime   time.Time      `json:"createTime,omitempty"`
-	Health       PodHealth      `json:"health,omitempty"`
-	HealthReason string         `json:"healthReason,omitempty"`
-	Name         string         `json:"name,omitempty"`
-	Node         string         `json:"node,omitempty"`
-	NodeGroup    string         `json:"nodeGroup,omitempty"`
+	Component    string         `json:"component,omitempty,omitzero"`
+	Containers   []PodContainer `json:"containers,omitempty,omitzero"`
+	CreateTime   time.Time      `json:"createTime,omitempty,omitzero"`
+	Health       PodHealth      `json:"health,omitempty,omitzero"`
+	HealthReason string         `json:"healthReason,omitempty,omitzero"`
+	Name         string         `json:"name,omitempty,omitzero"`
+	Node         string         `json:"node,omitempty,omitzero"`
+	NodeGroup    string         `json:"nodeGroup,omitempty,omitzero"`
 
 	// Phase Example: Running
-	Phase string `json:"phase,omitempty"`
-	Ready bool   `json:"ready,omitempty"`
+	Phase string `json:"phase,omitempty,omitzero"`
+	Ready bool   `json:"ready,omitempty,omitzero"`
 
 	// Restarts Restarts of all its containers.
-	Restarts int `json:"restarts,omitempty"`
+	Restarts int `json:"restarts,omitempty,omitzero"`
 }
 
 // PodHealth defines model for Pod.Health.
@@ -2025,19 +2025,19 @@ type PodHealth string
 // PodContainer defines model for PodContainer.
 type PodContainer struct {
 	LastTermination struct {
-		ExitCode   int       `json:"exitCode,omitempty"`
-		FinishedAt time.Time `json:"finishedAt,omitempty"`
+		ExitCode   int       `json:"exitCode,omitempty,omitzero"`
+		FinishedAt time.Time `json:"finishedAt,omitempty,omitzero"`
 
 		// Reason Example: Error
-		Reason string `json:"reason,omitempty"`
-	} `json:"lastTermination,omitempty"`
-	Name     string            `json:"name,omitempty"`
-	Ready    bool              `json:"ready,omitempty"`
-	Restarts int               `json:"restarts,omitempty"`
-	State    PodContainerState `json:"state,omitempty"`
+		Reason string `json:"reason,omitempty,omitzero"`
+	} `json:"lastTermination,omitempty,omitzero"`
+	Name     string            `json:"name,omitempty,omitzero"`
+	Ready    bool              `json:"ready,omitempty,omitzero"`
+	Restarts int               `json:"restarts,omitempty,omitzero"`
+	State    PodContainerState `json:"state,omitempty,omitzero"`
 
 	// StateReason Example: CrashLoopBackOff
-	StateReason string `json:"stateReason,omitempty"`
+	StateReason string `json:"stateReason,omitempty,omitzero"`
 }
 
 // PodContainerState defines model for PodContainer.State.
@@ -2047,18 +2047,18 @@ type PodContainerState string
 type PreflightReport struct {
 	Checks []struct {
 		// Evidence Example: ["PodDisruptionBudget observability/vmstorage (maxUnavailable 0, disruptionsAllowed 0) guards Pods observability/vmstorage-vmcluster-0 on node ng-a-1 of node group \"ng-a\": it never allows an eviction, so the drain cannot finish"]
-		Evidence []string                    `json:"evidence,omitempty"`
-		Hint     string                      `json:"hint,omitempty"`
+		Evidence []string                    `json:"evidence,omitempty,omitzero"`
+		Hint     string                      `json:"hint,omitempty,omitzero"`
 		Name     PreflightReportChecksName   `json:"name"`
 		Result   PreflightReportChecksResult `json:"result"`
-	} `json:"checks,omitempty"`
+	} `json:"checks,omitempty,omitzero"`
 
 	// Result The worst result of the checks.
-	Result PreflightReportResult `json:"result,omitempty"`
+	Result PreflightReportResult `json:"result,omitempty,omitzero"`
 
 	// TargetVersion Example: 1.30
-	TargetVersion string    `json:"targetVersion,omitempty"`
-	Time          time.Time `json:"time,omitempty"`
+	TargetVersion string    `json:"targetVersion,omitempty,omitzero"`
+	Time          time.Time `json:"time,omitempty,omitzero"`
 }
 
 // PreflightReportChecksName defines model for PreflightReport.Checks.Name.
@@ -2072,25 +2072,25 @@ type PreflightReportResult string
 
 // ResourceNode defines model for ResourceNode.
 type ResourceNode struct {
-	Children []ResourceNode `json:"children,omitempty"`
+	Children []ResourceNode `json:"children,omitempty,omitzero"`
 
 	// Desired Desired replicas (workloads), containers (Pods).
-	Desired int                `json:"desired,omitempty"`
+	Desired int                `json:"desired,omitempty,omitzero"`
 	Health  ResourceNodeHealth `json:"health"`
 
 	// HealthReason Why the object is not Healthy.
-	HealthReason string `json:"healthReason,omitempty"`
+	HealthReason string `json:"healthReason,omitempty,omitzero"`
 
 	// Kind Example: StatefulSet
 	Kind string `json:"kind"`
 
 	// Name Example: vmstorage-prod
 	Name      string `json:"name"`
-	Namespace string `json:"namespace,omitempty"`
+	Namespace string `json:"namespace,omitempty,omitzero"`
 
 	// Ready Ready replicas (workloads), ready containers (Pods).
-	Ready int    `json:"ready,omitempty"`
-	Uid   string `json:"uid,omitempty"`
+	Ready int    `json:"ready,omitempty,omitzero"`
+	Uid   string `json:"uid,omitempty,omitzero"`
 }
 
 // ResourceNodeHealth defines model for ResourceNode.Health.
@@ -2105,29 +2105,29 @@ type ResourceTree struct {
 type Restore struct {
 	// Backup The name of the ClusterBackup restored from.
 	Backup         string    `json:"backup"`
-	CompletionTime time.Time `json:"completion_time,omitempty"`
-	CreateTime     time.Time `json:"create_time,omitempty"`
+	CompletionTime time.Time `json:"completion_time,omitempty,omitzero"`
+	CreateTime     time.Time `json:"create_time,omitempty,omitzero"`
 
 	// Id The ClusterRestore UID.
 	Id          string `json:"id"`
-	InitiatedBy string `json:"initiated_by,omitempty"`
-	Message     string `json:"message,omitempty"`
+	InitiatedBy string `json:"initiated_by,omitempty,omitzero"`
+	Message     string `json:"message,omitempty,omitzero"`
 
 	// Name "vmclusters/<vmcluster>/restores/<restore>"
 	Name  string       `json:"name"`
 	Phase RestorePhase `json:"phase"`
 
 	// Progress Example: 1/2
-	Progress       string           `json:"progress,omitempty"`
-	ReplicaMapping []RestoreMapping `json:"replica_mapping,omitempty"`
+	Progress       string           `json:"progress,omitempty,omitzero"`
+	ReplicaMapping []RestoreMapping `json:"replica_mapping,omitempty,omitzero"`
 	Replicas       []RestoreReplica `json:"replicas"`
-	StartTime      time.Time        `json:"start_time,omitempty"`
+	StartTime      time.Time        `json:"start_time,omitempty,omitzero"`
 	Strategy       RestoreStrategy  `json:"strategy"`
 
 	// Target The VMCluster object (operator.victoriametrics.com) restored into.
 	Target struct {
-		Name      string `json:"name,omitempty"`
-		Namespace string `json:"namespace,omitempty"`
+		Name      string `json:"name,omitempty,omitzero"`
+		Namespace string `json:"namespace,omitempty,omitzero"`
 	} `json:"target"`
 	Vmcluster   string `json:"vmcluster"`
 	VmclusterId string `json:"vmcluster_id"`
@@ -2145,8 +2145,8 @@ type RestoreCreate struct {
 	Backup string `json:"backup"`
 
 	// ReplicaMapping Required when the backup's replica count differs from the vmcluster's; then it names every vmstorage replica once.
-	ReplicaMapping []RestoreMapping      `json:"replica_mapping,omitempty"`
-	Strategy       RestoreCreateStrategy `json:"strategy,omitempty"`
+	ReplicaMapping []RestoreMapping      `json:"replica_mapping,omitempty,omitzero"`
+	Strategy       RestoreCreateStrategy `json:"strategy,omitempty,omitzero"`
 }
 
 // RestoreCreateStrategy defines model for RestoreCreate.Strategy.
@@ -2163,22 +2163,22 @@ type RestoreMapping struct {
 
 // RestoreReplica defines model for RestoreReplica.
 type RestoreReplica struct {
-	CompletionTime time.Time `json:"completion_time,omitempty"`
-	Error          string    `json:"error,omitempty"`
+	CompletionTime time.Time `json:"completion_time,omitempty,omitzero"`
+	Error          string    `json:"error,omitempty,omitzero"`
 
 	// FromPod The backup's replica it is restored from.
-	FromPod string              `json:"from_pod,omitempty"`
+	FromPod string              `json:"from_pod,omitempty,omitzero"`
 	Phase   RestoreReplicaPhase `json:"phase"`
 
 	// Pod The vmstorage pod restored into.
 	Pod string `json:"pod"`
 
 	// RunId The vmrestore run (started at most once).
-	RunId string `json:"run_id,omitempty"`
+	RunId string `json:"run_id,omitempty,omitzero"`
 
 	// Source vmrestore's -src.
-	Source    string    `json:"source,omitempty"`
-	StartTime time.Time `json:"start_time,omitempty"`
+	Source    string    `json:"source,omitempty,omitzero"`
+	StartTime time.Time `json:"start_time,omitempty,omitzero"`
 }
 
 // RestoreReplicaPhase defines model for RestoreReplica.Phase.
@@ -2186,21 +2186,21 @@ type RestoreReplicaPhase string
 
 // StackComponentStatus defines model for StackComponentStatus.
 type StackComponentStatus struct {
-	Chart string `json:"chart,omitempty"`
+	Chart string `json:"chart,omitempty,omitzero"`
 
 	// Message While not Ready, the last error or what it waits for.
-	Message string                    `json:"message,omitempty"`
+	Message string                    `json:"message,omitempty,omitzero"`
 	Name    string                    `json:"name"`
 	Ready   StackComponentStatusReady `json:"ready"`
 
 	// ReadyTime When the component's HelmRelease last became Ready.
-	ReadyTime time.Time `json:"readyTime,omitempty"`
+	ReadyTime time.Time `json:"readyTime,omitempty,omitzero"`
 
 	// Removed No longer declared but kept (a vmcluster removed without allowDataRemoval).
-	Removed bool `json:"removed,omitempty"`
+	Removed bool `json:"removed,omitempty,omitzero"`
 
 	// Version Chart version of the latest release.
-	Version string `json:"version,omitempty"`
+	Version string `json:"version,omitempty,omitzero"`
 }
 
 // StackComponentStatusReady defines model for StackComponentStatus.Ready.
@@ -2215,37 +2215,37 @@ type Status string
 // UpgradeOperation defines model for UpgradeOperation.
 type UpgradeOperation struct {
 	// Approved The gate ids approved so far.
-	Approved []string `json:"approved,omitempty"`
+	Approved []string `json:"approved,omitempty,omitzero"`
 
 	// AwaitingApproval The gate the operation waits at (phase AwaitingApproval).
 	AwaitingApproval struct {
 		// Done The steps finished so far.
-		Done []string `json:"done,omitempty"`
+		Done []string `json:"done,omitempty,omitzero"`
 
 		// Gate Example: BeforeNodeGroups
-		Gate string `json:"gate,omitempty"`
+		Gate string `json:"gate,omitempty,omitzero"`
 
 		// NextStep Example: nodegroup/vmstorage/CreateNodeGroup
-		NextStep string    `json:"nextStep,omitempty"`
-		Since    time.Time `json:"since,omitempty"`
-	} `json:"awaitingApproval,omitempty"`
+		NextStep string    `json:"nextStep,omitempty,omitzero"`
+		Since    time.Time `json:"since,omitempty,omitzero"`
+	} `json:"awaitingApproval,omitempty,omitzero"`
 	BlockedBy struct {
-		Message             string    `json:"message,omitempty"`
-		Node                string    `json:"node,omitempty"`
-		Pod                 string    `json:"pod,omitempty"`
-		PodDisruptionBudget string    `json:"podDisruptionBudget,omitempty"`
-		Reason              string    `json:"reason,omitempty"`
-		Since               time.Time `json:"since,omitempty"`
-		StepId              string    `json:"stepId,omitempty"`
-	} `json:"blockedBy,omitempty"`
-	CancelRequested bool      `json:"cancelRequested,omitempty"`
-	CompletionTime  time.Time `json:"completionTime,omitempty"`
-	CreateTime      time.Time `json:"createTime,omitempty"`
-	CurrentStep     string    `json:"currentStep,omitempty"`
+		Message             string    `json:"message,omitempty,omitzero"`
+		Node                string    `json:"node,omitempty,omitzero"`
+		Pod                 string    `json:"pod,omitempty,omitzero"`
+		PodDisruptionBudget string    `json:"podDisruptionBudget,omitempty,omitzero"`
+		Reason              string    `json:"reason,omitempty,omitzero"`
+		Since               time.Time `json:"since,omitempty,omitzero"`
+		StepId              string    `json:"stepId,omitempty,omitzero"`
+	} `json:"blockedBy,omitempty,omitzero"`
+	CancelRequested bool      `json:"cancelRequested,omitempty,omitzero"`
+	CompletionTime  time.Time `json:"completionTime,omitempty,omitzero"`
+	CreateTime      time.Time `json:"createTime,omitempty,omitzero"`
+	CurrentStep     string    `json:"currentStep,omitempty,omitzero"`
 
 	// Id The object's UID.
-	Id          string `json:"id,omitempty"`
-	InitiatedBy string `json:"initiatedBy,omitempty"`
+	Id          string `json:"id,omitempty,omitzero"`
+	InitiatedBy string `json:"initiatedBy,omitempty,omitzero"`
 
 	// LeftBehind What a Cancelled or Failed operation leaves changed in the cluster, in step order, for a person to decide about (docs/upgrades.md, "Cancelling"). Nodes the operation cordoned are uncordoned by a cancel and are not listed.
 	LeftBehind []struct {
@@ -2255,7 +2255,7 @@ type UpgradeOperation struct {
 		Name string `json:"name"`
 
 		// Namespace For a VMCluster.
-		Namespace string `json:"namespace,omitempty"`
+		Namespace string `json:"namespace,omitempty,omitzero"`
 
 		// Reason Example: created at 1.30; the old node group vmstorage still runs the workloads; both node groups are billed
 		Reason string `json:"reason"`
@@ -2263,8 +2263,8 @@ type UpgradeOperation struct {
 		// StepId The step that made the change.
 		//
 		// Example: nodegroup/vmstorage/CreateNodeGroup
-		StepId string `json:"stepId,omitempty"`
-	} `json:"leftBehind,omitempty"`
+		StepId string `json:"stepId,omitempty,omitzero"`
+	} `json:"leftBehind,omitempty,omitzero"`
 
 	// MaintenanceWindow The effective window: the spec's, or the operator's default for the cluster (--maintenance-windows), with its source.
 	MaintenanceWindow struct {
@@ -2276,7 +2276,7 @@ type UpgradeOperation struct {
 		Duration string `json:"duration"`
 
 		// Source Example: default: windows[0] (cloudProvider=eks, region=us-west-2)
-		Source string `json:"source,omitempty"`
+		Source string `json:"source,omitempty,omitzero"`
 
 		// Start Local time in timeZone
 		//
@@ -2286,22 +2286,22 @@ type UpgradeOperation struct {
 		// TimeZone An IANA time zone; omitted: UTC. An unknown one is a 400.
 		//
 		// Example: Europe/Berlin
-		TimeZone string `json:"timeZone,omitempty"`
-	} `json:"maintenanceWindow,omitempty"`
-	Message   string `json:"message,omitempty"`
-	Name      string `json:"name,omitempty"`
-	Namespace string `json:"namespace,omitempty"`
+		TimeZone string `json:"timeZone,omitempty,omitzero"`
+	} `json:"maintenanceWindow,omitempty,omitzero"`
+	Message   string `json:"message,omitempty,omitzero"`
+	Name      string `json:"name,omitempty,omitzero"`
+	Namespace string `json:"namespace,omitempty,omitzero"`
 
 	// NextWindowStart When the next step may start
-	NextWindowStart time.Time             `json:"nextWindowStart,omitempty"`
-	Paused          bool                  `json:"paused,omitempty"`
-	Phase           UpgradeOperationPhase `json:"phase,omitempty"`
+	NextWindowStart time.Time             `json:"nextWindowStart,omitempty,omitzero"`
+	Paused          bool                  `json:"paused,omitempty,omitzero"`
+	Phase           UpgradeOperationPhase `json:"phase,omitempty,omitzero"`
 
 	// Preflight The checks made before an upgrade changes anything (docs/upgrades.md, "Preflight"): the answer of POST /ops/api/v1/upgradeOperations/preflight, and an operation's preflight once ops-operator ran it.
-	Preflight PreflightReport `json:"preflight,omitempty"`
-	Spec      UpgradeRequest  `json:"spec,omitempty"`
-	StartTime time.Time       `json:"startTime,omitempty"`
-	Steps     []UpgradeStep   `json:"steps,omitempty"`
+	Preflight PreflightReport `json:"preflight,omitempty,omitzero"`
+	Spec      UpgradeRequest  `json:"spec,omitempty,omitzero"`
+	StartTime time.Time       `json:"startTime,omitempty,omitzero"`
+	Steps     []UpgradeStep   `json:"steps,omitempty,omitzero"`
 }
 
 // UpgradeOperationLeftBehindKind defines model for UpgradeOperation.LeftBehind.Kind.
@@ -2318,8 +2318,8 @@ type UpgradeOperationManifest struct {
 	ApiVersion UpgradeOperationManifestApiVersion `json:"apiVersion"`
 	Kind       UpgradeOperationManifestKind       `json:"kind"`
 	Metadata   struct {
-		Annotations map[string]string `json:"annotations,omitempty"`
-		Labels      map[string]string `json:"labels,omitempty"`
+		Annotations map[string]string `json:"annotations,omitempty,omitzero"`
+		Labels      map[string]string `json:"labels,omitempty,omitzero"`
 
 		// Name Example: upgrade-b7x2kq9m4d
 		Name string `json:"name"`
@@ -2345,7 +2345,7 @@ type UpgradeRequest struct {
 	// BeforeNodeGroups (once, after the control plane and the addons),
 	// BeforeEachNodeGroup (before every node group), BeforeDrain (before
 	// the drain of every blue-green node group's old nodes).
-	Approvals     []UpgradeRequestApprovals   `json:"approvals,omitempty"`
+	Approvals     []UpgradeRequestApprovals   `json:"approvals,omitempty,omitzero"`
 	CloudProvider UpgradeRequestCloudProvider `json:"cloudProvider"`
 
 	// ClusterAddons Only with cloudProvider eks, ack or mock.
@@ -2354,11 +2354,11 @@ type UpgradeRequest struct {
 		Name string `json:"name"`
 
 		// ResolveConflicts An EKS setting; refused with cloudProvider ack.
-		ResolveConflicts UpgradeRequestClusterAddonsResolveConflicts `json:"resolveConflicts,omitempty"`
+		ResolveConflicts UpgradeRequestClusterAddonsResolveConflicts `json:"resolveConflicts,omitempty,omitzero"`
 
 		// Version Example: v1.18.5-eksbuild.1
 		Version string `json:"version"`
-	} `json:"clusterAddons,omitempty"`
+	} `json:"clusterAddons,omitempty,omitzero"`
 
 	// K8sClusterName The cluster's name as its cloud allows it: eks 1-100 letters, digits,
 	// '-' and '_' starting with a letter or digit; gke 1-40 lowercase letters,
@@ -2376,7 +2376,7 @@ type UpgradeRequest struct {
 	// a step that changes the cluster starts only inside it; a step already
 	// running finishes after it closes. Omitted: the operator's default
 	// window for the cluster, if any.
-	MaintenanceWindow MaintenanceWindow `json:"maintenanceWindow,omitempty"`
+	MaintenanceWindow MaintenanceWindow `json:"maintenanceWindow,omitempty,omitzero"`
 	NodeGroupUpgrades []struct {
 		// BackupBeforeRollout VMStorage rollout only. Before anything of this node group
 		// moves (before its new node group is created), a
@@ -2389,54 +2389,54 @@ type UpgradeRequest struct {
 		BackupBeforeRollout struct {
 			Destination struct {
 				CredentialsSecretRef struct {
-					Key  string `json:"key,omitempty"`
+					Key  string `json:"key,omitempty,omitzero"`
 					Name string `json:"name"`
-				} `json:"credentialsSecretRef,omitempty"`
+				} `json:"credentialsSecretRef,omitempty,omitzero"`
 
 				// Url s3://, gs://, azblob:// or fs:// (inside the operator's --backup-fs-roots).
 				//
 				// Example: s3://o11y-backups/pre-upgrade
 				Url string `json:"url"`
 			} `json:"destination"`
-		} `json:"backupBeforeRollout,omitempty"`
+		} `json:"backupBeforeRollout,omitempty,omitzero"`
 
 		// NewNodeGroupName Required for blue-green; must differ from nodeGroupName; the cloud's node-group naming rules apply (see nodeGroupName).
-		NewNodeGroupName string `json:"newNodeGroupName,omitempty"`
+		NewNodeGroupName string `json:"newNodeGroupName,omitempty,omitzero"`
 
 		// NodeGroupName As the cloud allows it: eks 1-63 letters, digits, '-' and '_'; gke as its cluster names; aks 1-12 lowercase letters and digits starting with a letter; ack as its cluster names; mock a DNS label.
 		NodeGroupName string `json:"nodeGroupName"`
 
 		// RequiresVMStorageRollout Only with blue-green; then vmClusterHelmValues is required.
-		RequiresVMStorageRollout bool                                    `json:"requiresVMStorageRollout,omitempty"`
+		RequiresVMStorageRollout bool                                    `json:"requiresVMStorageRollout,omitempty,omitzero"`
 		Strategy                 UpgradeRequestNodeGroupUpgradesStrategy `json:"strategy"`
 
 		// VmCluster The rollout target: the id or name of a vmcluster of this API (VMStorage rollout only). Omitted: VMCluster observability/vmcluster. Responses show the VMCluster's name.
-		VmCluster string `json:"vmCluster,omitempty"`
+		VmCluster string `json:"vmCluster,omitempty,omitzero"`
 
 		// VmClusterHelmValues Partial VMCluster spec merged into the vmCluster (default observability/vmcluster) and recorded on its Flux HelmRelease; {} for no change. Requires requiresVMStorageRollout. An allowlist: only the vmstorage placement and size.
 		VmClusterHelmValues struct {
 			Vmstorage struct {
-				Affinity                  map[string]interface{}   `json:"affinity,omitempty"`
-				NodeSelector              map[string]string        `json:"nodeSelector,omitempty"`
-				ReplicaCount              int                      `json:"replicaCount,omitempty"`
-				Resources                 map[string]interface{}   `json:"resources,omitempty"`
-				Tolerations               []map[string]interface{} `json:"tolerations,omitempty"`
-				TopologySpreadConstraints []map[string]interface{} `json:"topologySpreadConstraints,omitempty"`
-			} `json:"vmstorage,omitempty"`
-		} `json:"vmClusterHelmValues,omitempty"`
+				Affinity                  map[string]interface{}   `json:"affinity,omitempty,omitzero"`
+				NodeSelector              map[string]string        `json:"nodeSelector,omitempty,omitzero"`
+				ReplicaCount              int                      `json:"replicaCount,omitempty,omitzero"`
+				Resources                 map[string]interface{}   `json:"resources,omitempty,omitzero"`
+				Tolerations               []map[string]interface{} `json:"tolerations,omitempty,omitzero"`
+				TopologySpreadConstraints []map[string]interface{} `json:"topologySpreadConstraints,omitempty,omitzero"`
+			} `json:"vmstorage,omitempty,omitzero"`
+		} `json:"vmClusterHelmValues,omitempty,omitzero"`
 
 		// VmstorageSTSName Default vmstorage-<VMCluster name> (VMStorage rollout only).
-		VmstorageSTSName string `json:"vmstorageSTSName,omitempty"`
+		VmstorageSTSName string `json:"vmstorageSTSName,omitempty,omitzero"`
 
 		// VmstorageSTSNamespace Default the VMCluster's namespace (VMStorage rollout only).
-		VmstorageSTSNamespace string `json:"vmstorageSTSNamespace,omitempty"`
-	} `json:"nodeGroupUpgrades,omitempty"`
+		VmstorageSTSNamespace string `json:"vmstorageSTSNamespace,omitempty,omitzero"`
+	} `json:"nodeGroupUpgrades,omitempty,omitzero"`
 
 	// Region Example: us-west-2
 	Region string `json:"region"`
 
 	// Schedule Earliest start (RFC 3339).
-	Schedule time.Time `json:"schedule,omitempty"`
+	Schedule time.Time `json:"schedule,omitempty,omitzero"`
 
 	// TargetVersion 1.30, 1.30.1, or a provider's full version such as 1.31.1-aliyun.1.
 	// For cloudProvider ack a shorter version is resolved when the request
@@ -2463,22 +2463,22 @@ type UpgradeRequestNodeGroupUpgradesStrategy string
 
 // UpgradeStep defines model for UpgradeStep.
 type UpgradeStep struct {
-	Action string `json:"action,omitempty"`
+	Action string `json:"action,omitempty,omitzero"`
 
 	// Backup The ClusterBackup ("<namespace>/<name>") a BackupVMStorage step created (backupBeforeRollout).
-	Backup         string    `json:"backup,omitempty"`
-	CompletionTime time.Time `json:"completionTime,omitempty"`
+	Backup         string    `json:"backup,omitempty,omitzero"`
+	CompletionTime time.Time `json:"completionTime,omitempty,omitzero"`
 
 	// Id Example: nodegroup/vmstorage/CreateNodeGroup
-	Id      string `json:"id,omitempty"`
-	Message string `json:"message,omitempty"`
+	Id      string `json:"id,omitempty,omitzero"`
+	Message string `json:"message,omitempty,omitzero"`
 
 	// OperationId The cloud operation the step waits on.
-	OperationId string           `json:"operationId,omitempty"`
-	Phase       UpgradeStepPhase `json:"phase,omitempty"`
-	StartTime   time.Time        `json:"startTime,omitempty"`
-	Target      string           `json:"target,omitempty"`
-	Type        UpgradeStepType  `json:"type,omitempty"`
+	OperationId string           `json:"operationId,omitempty,omitzero"`
+	Phase       UpgradeStepPhase `json:"phase,omitempty,omitzero"`
+	StartTime   time.Time        `json:"startTime,omitempty,omitzero"`
+	Target      string           `json:"target,omitempty,omitzero"`
+	Type        UpgradeStepType  `json:"type,omitempty,omitzero"`
 }
 
 // UpgradeStepPhase defines model for UpgradeStep.Phase.
@@ -2489,13 +2489,13 @@ type UpgradeStepType string
 
 // VMCluster defines model for VMCluster.
 type VMCluster struct {
-	CreateTime time.Time `json:"create_time,omitempty"`
+	CreateTime time.Time `json:"create_time,omitempty,omitzero"`
 
 	// Endpoints Endpoint URLs by name (from the per-chart templates of the configuration), present once the release is installed.
 	Endpoints map[string]string `json:"endpoints"`
 
 	// Etag Changes with every change of the specification, never with a status change (AIP-154). Send it back in If-Match (PUT, DELETE) or in the etag field of a PUT.
-	Etag            string          `json:"etag,omitempty"`
+	Etag            string          `json:"etag,omitempty,omitzero"`
 	HelmReleaseInfo HelmReleaseInfo `json:"helm_release_info"`
 
 	// Id The HelmRelease UID.
@@ -2513,35 +2513,35 @@ type VMCluster struct {
 	Status Status `json:"status"`
 
 	// StatusMessage Flux's message behind the status (Helm's error when FAILED).
-	StatusMessage string `json:"status_message,omitempty"`
+	StatusMessage string `json:"status_message,omitempty,omitzero"`
 
 	// StatusReason Flux's reason behind the status.
-	StatusReason string `json:"status_reason,omitempty"`
+	StatusReason string `json:"status_reason,omitempty,omitzero"`
 
 	// Values The values Helm applies - the chart's defaults (of the deployed chart version, else the requested one) coalesced with the overrides as Helm does; with a chart from a remote repository, whose defaults ops-apiserver does not hold, the overrides. Absent in lists.
-	Values Values `json:"values,omitempty"`
+	Values Values `json:"values,omitempty,omitzero"`
 
 	// ValuesOverrides The values the last POST or PUT sent (what PUT replaces). Absent in lists.
-	ValuesOverrides Values `json:"values_overrides,omitempty"`
+	ValuesOverrides Values `json:"values_overrides,omitempty,omitzero"`
 }
 
 // VMClusterCreate defines model for VMClusterCreate.
 type VMClusterCreate struct {
 	// CreateTime Output only; ignored.
-	CreateTime interface{} `json:"create_time,omitempty"`
+	CreateTime interface{} `json:"create_time,omitempty,omitzero"`
 
 	// Endpoints Output only; ignored.
-	Endpoints interface{} `json:"endpoints,omitempty"`
+	Endpoints interface{} `json:"endpoints,omitempty,omitzero"`
 
 	// Etag Output only; ignored.
-	Etag            interface{} `json:"etag,omitempty"`
+	Etag            interface{} `json:"etag,omitempty,omitzero"`
 	HelmReleaseInfo struct {
 		// Version Chart version; absent means the configured default.
-		Version string `json:"version,omitempty"`
-	} `json:"helm_release_info,omitempty"`
+		Version string `json:"version,omitempty,omitzero"`
+	} `json:"helm_release_info,omitempty,omitzero"`
 
 	// Id Output only; ignored.
-	Id interface{} `json:"id,omitempty"`
+	Id interface{} `json:"id,omitempty,omitzero"`
 
 	// Name Lower case letters, digits and '-', starting and ending with a letter
 	// or digit, at most 53 characters (a Helm release name that is also a
@@ -2552,31 +2552,31 @@ type VMClusterCreate struct {
 	RestoreFrom struct {
 		// Backup The backup's id (its name, or the ClusterBackup's UID), of any vmcluster in the backups namespace; Succeeded, with as many replicas as the new vmstorage.replicaCount.
 		Backup string `json:"backup"`
-	} `json:"restore_from,omitempty"`
+	} `json:"restore_from,omitempty,omitzero"`
 
 	// Status Output only; ignored.
-	Status interface{} `json:"status,omitempty"`
+	Status interface{} `json:"status,omitempty,omitzero"`
 
 	// StatusMessage Output only; ignored.
-	StatusMessage interface{} `json:"status_message,omitempty"`
+	StatusMessage interface{} `json:"status_message,omitempty,omitzero"`
 
 	// StatusReason Output only; ignored.
-	StatusReason interface{} `json:"status_reason,omitempty"`
+	StatusReason interface{} `json:"status_reason,omitempty,omitzero"`
 
 	// Values Initial values; absent means {}.
-	Values Values `json:"values,omitempty"`
+	Values Values `json:"values,omitempty,omitzero"`
 }
 
 // VMClusterOperation defines model for VMClusterOperation.
 type VMClusterOperation struct {
 	CancelRequested bool      `json:"cancel_requested"`
-	CompletionTime  time.Time `json:"completion_time,omitempty"`
-	CreateTime      time.Time `json:"create_time,omitempty"`
+	CompletionTime  time.Time `json:"completion_time,omitempty,omitzero"`
+	CreateTime      time.Time `json:"create_time,omitempty,omitzero"`
 
 	// Id The VMClusterOperation UID.
 	Id          string `json:"id"`
-	InitiatedBy string `json:"initiated_by,omitempty"`
-	Message     string `json:"message,omitempty"`
+	InitiatedBy string `json:"initiated_by,omitempty,omitzero"`
+	Message     string `json:"message,omitempty,omitzero"`
 
 	// Name Example: vmclusters/vmcluster/operations/op-vmcluster-x7k2p
 	Name   string                  `json:"name"`
@@ -2584,16 +2584,16 @@ type VMClusterOperation struct {
 	Phase  VMClusterOperationPhase `json:"phase"`
 
 	// Progress Example: 2/5
-	Progress    string                   `json:"progress,omitempty"`
+	Progress    string                   `json:"progress,omitempty,omitzero"`
 	Request     VMClusterOperationCreate `json:"request"`
-	StartTime   time.Time                `json:"start_time,omitempty"`
+	StartTime   time.Time                `json:"start_time,omitempty,omitzero"`
 	Steps       []VMClusterOperationStep `json:"steps"`
 	Type        VMClusterOperationType   `json:"type"`
 	Vmcluster   string                   `json:"vmcluster"`
 	VmclusterId string                   `json:"vmcluster_id"`
 
 	// WaitingFor What the operation waits for before its next step.
-	WaitingFor string `json:"waiting_for,omitempty"`
+	WaitingFor string `json:"waiting_for,omitempty,omitzero"`
 }
 
 // VMClusterOperationPhase defines model for VMClusterOperation.Phase.
@@ -2605,33 +2605,33 @@ type VMClusterOperationType string
 // VMClusterOperationCreate defines model for VMClusterOperationCreate.
 type VMClusterOperationCreate struct {
 	// AcknowledgeReplicationRisk Allow vmstorage below the vmcluster's replicationFactor
-	AcknowledgeReplicationRisk bool              `json:"acknowledge_replication_risk,omitempty"`
-	HorizontalScaling          ComponentReplicas `json:"horizontal_scaling,omitempty"`
+	AcknowledgeReplicationRisk bool              `json:"acknowledge_replication_risk,omitempty,omitzero"`
+	HorizontalScaling          ComponentReplicas `json:"horizontal_scaling,omitempty,omitzero"`
 
 	// Order Explicit component order; omitted components follow in the default order (docs/operations.md).
-	Order []VMClusterOperationCreateOrder `json:"order,omitempty"`
+	Order []VMClusterOperationCreateOrder `json:"order,omitempty,omitzero"`
 
 	// Paused Create it paused (planned
-	Paused  bool `json:"paused,omitempty"`
+	Paused  bool `json:"paused,omitempty,omitzero"`
 	Restart struct {
 		Components []VMClusterOperationCreateRestartComponents `json:"components"`
-	} `json:"restart,omitempty"`
+	} `json:"restart,omitempty,omitzero"`
 
 	// StepTimeout Per-step timeout, 1m to 6h (default 15m).
 	//
 	// Example: 15m
-	StepTimeout     string                       `json:"step_timeout,omitempty"`
+	StepTimeout     string                       `json:"step_timeout,omitempty,omitzero"`
 	Type            VMClusterOperationCreateType `json:"type"`
 	VerticalScaling struct {
 		// Vminsert Requests and limits (cpu, memory), replacing the component's current ones.
-		Vminsert ComponentResources `json:"vminsert,omitempty"`
+		Vminsert ComponentResources `json:"vminsert,omitempty,omitzero"`
 
 		// Vmselect Requests and limits (cpu, memory), replacing the component's current ones.
-		Vmselect ComponentResources `json:"vmselect,omitempty"`
+		Vmselect ComponentResources `json:"vmselect,omitempty,omitzero"`
 
 		// Vmstorage Requests and limits (cpu, memory), replacing the component's current ones.
-		Vmstorage ComponentResources `json:"vmstorage,omitempty"`
-	} `json:"vertical_scaling,omitempty"`
+		Vmstorage ComponentResources `json:"vmstorage,omitempty,omitzero"`
+	} `json:"vertical_scaling,omitempty,omitzero"`
 }
 
 // VMClusterOperationCreateOrder defines model for VMClusterOperationCreate.Order.
@@ -2646,17 +2646,17 @@ type VMClusterOperationCreateType string
 // VMClusterOperationStep defines model for VMClusterOperationStep.
 type VMClusterOperationStep struct {
 	Action         VMClusterOperationStepAction    `json:"action"`
-	CompletionTime time.Time                       `json:"completion_time,omitempty"`
+	CompletionTime time.Time                       `json:"completion_time,omitempty,omitzero"`
 	Component      VMClusterOperationStepComponent `json:"component"`
-	From           string                          `json:"from,omitempty"`
+	From           string                          `json:"from,omitempty,omitzero"`
 
 	// Id Example: 02-vmstorage-Scale
 	Id        string                      `json:"id"`
-	Message   string                      `json:"message,omitempty"`
+	Message   string                      `json:"message,omitempty,omitzero"`
 	Phase     VMClusterOperationStepPhase `json:"phase"`
-	Pod       string                      `json:"pod,omitempty"`
-	StartTime time.Time                   `json:"start_time,omitempty"`
-	To        string                      `json:"to,omitempty"`
+	Pod       string                      `json:"pod,omitempty,omitzero"`
+	StartTime time.Time                   `json:"start_time,omitempty,omitzero"`
+	To        string                      `json:"to,omitempty,omitzero"`
 }
 
 // VMClusterOperationStepAction defines model for VMClusterOperationStep.Action.
@@ -2671,44 +2671,44 @@ type VMClusterOperationStepPhase string
 // VMClusterUpdate defines model for VMClusterUpdate.
 type VMClusterUpdate struct {
 	// AllowDataLoss Acknowledges a change that deletes data (vmstorage to an emptyDir, a shorter retentionPeriod); without it such a PUT is a 400. It does not allow a smaller vmstorage.storage.size or another storageClassName. PUT only.
-	AllowDataLoss bool `json:"allow_data_loss,omitempty"`
+	AllowDataLoss bool `json:"allow_data_loss,omitempty,omitzero"`
 
 	// CreateTime Output only; ignored.
-	CreateTime interface{} `json:"create_time,omitempty"`
+	CreateTime interface{} `json:"create_time,omitempty,omitzero"`
 
 	// Endpoints Output only; ignored.
-	Endpoints interface{} `json:"endpoints,omitempty"`
+	Endpoints interface{} `json:"endpoints,omitempty,omitzero"`
 
 	// Etag The etag returned by GET; when present the change is made only if it still matches (else 412). Must agree with If-Match when both are sent.
-	Etag            string `json:"etag,omitempty"`
+	Etag            string `json:"etag,omitempty,omitzero"`
 	HelmReleaseInfo struct {
 		// Chart Must match if present.
-		Chart string `json:"chart,omitempty"`
+		Chart string `json:"chart,omitempty,omitzero"`
 
 		// ReleaseName Must match if present.
-		ReleaseName string `json:"release_name,omitempty"`
+		ReleaseName string `json:"release_name,omitempty,omitzero"`
 
 		// ReleaseNamespace Must match if present.
-		ReleaseNamespace string `json:"release_namespace,omitempty"`
+		ReleaseNamespace string `json:"release_namespace,omitempty,omitzero"`
 
 		// Version New chart version (a Day-2 upgrade); absent keeps the current one.
-		Version string `json:"version,omitempty"`
-	} `json:"helm_release_info,omitempty"`
+		Version string `json:"version,omitempty,omitzero"`
+	} `json:"helm_release_info,omitempty,omitzero"`
 
 	// Id Must match if present.
-	Id string `json:"id,omitempty"`
+	Id string `json:"id,omitempty,omitzero"`
 
 	// Name Must match if present.
-	Name string `json:"name,omitempty"`
+	Name string `json:"name,omitempty,omitzero"`
 
 	// Status Output only; ignored.
-	Status interface{} `json:"status,omitempty"`
+	Status interface{} `json:"status,omitempty,omitzero"`
 
 	// StatusMessage Output only; ignored.
-	StatusMessage interface{} `json:"status_message,omitempty"`
+	StatusMessage interface{} `json:"status_message,omitempty,omitzero"`
 
 	// StatusReason Output only; ignored.
-	StatusReason interface{} `json:"status_reason,omitempty"`
+	StatusReason interface{} `json:"status_reason,omitempty,omitzero"`
 
 	// Values The new complete values; they replace the current ones.
 	Values Values `json:"values"`
@@ -2859,103 +2859,103 @@ type VMClusterInUse = Error
 // ComponentsListParams defines parameters for ComponentsList.
 type ComponentsListParams struct {
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty"`
+	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
 
 	// PageToken The `next_page_token` of the previous page, with the same `status` filter. Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty"`
+	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
 
 	// Status Only components with this status.
-	Status Status `form:"status,omitempty" json:"status,omitempty"`
+	Status Status `form:"status,omitempty" json:"status,omitempty,omitzero"`
 }
 
 // ComponentsCreateParams defines parameters for ComponentsCreate.
 type ComponentsCreateParams struct {
 	// IdempotencyKey Makes POST safe to retry.
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty"`
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty,omitzero"`
 }
 
 // ComponentsDeleteParams defines parameters for ComponentsDelete.
 type ComponentsDeleteParams struct {
 	// IfMatch `*` or a list of etags (quoted, as in the ETag header; the unquoted body form is accepted too). The request is carried out only if the current etag is one of them; else 412 and nothing is changed.
-	IfMatch IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match,omitempty,omitzero"`
 }
 
 // ComponentsUpdateParams defines parameters for ComponentsUpdate.
 type ComponentsUpdateParams struct {
 	// IfMatch `*` or a list of etags (quoted, as in the ETag header; the unquoted body form is accepted too). The request is carried out only if the current etag is one of them; else 412 and nothing is changed.
-	IfMatch IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match,omitempty,omitzero"`
 }
 
 // VmclustersListParams defines parameters for VmclustersList.
 type VmclustersListParams struct {
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty"`
+	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
 
 	// PageToken The `next_page_token` of the previous page, with the same `status` filter. Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty"`
+	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
 
 	// Status Only vmclusters with this status.
-	Status Status `form:"status,omitempty" json:"status,omitempty"`
+	Status Status `form:"status,omitempty" json:"status,omitempty,omitzero"`
 }
 
 // VmclustersDeleteParams defines parameters for VmclustersDelete.
 type VmclustersDeleteParams struct {
 	// IfMatch `*` or a list of etags (quoted, as in the ETag header; the unquoted body form is accepted too). The request is carried out only if the current etag is one of them; else 412 and nothing is changed.
-	IfMatch IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match,omitempty,omitzero"`
 }
 
 // VmclustersUpdateParams defines parameters for VmclustersUpdate.
 type VmclustersUpdateParams struct {
 	// IfMatch `*` or a list of etags (quoted, as in the ETag header; the unquoted body form is accepted too). The request is carried out only if the current etag is one of them; else 412 and nothing is changed.
-	IfMatch IfMatch `json:"If-Match,omitempty"`
+	IfMatch IfMatch `json:"If-Match,omitempty,omitzero"`
 }
 
 // BackupSchedulesListParams defines parameters for BackupSchedulesList.
 type BackupSchedulesListParams struct {
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty"`
+	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
 
 	// PageToken The `next_page_token` of the previous page of the same vmcluster's schedules. Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty"`
+	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
 }
 
 // BackupSchedulesCreateParams defines parameters for BackupSchedulesCreate.
 type BackupSchedulesCreateParams struct {
 	// IdempotencyKey Makes POST safe to retry.
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty"`
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty,omitzero"`
 }
 
 // BackupsListParams defines parameters for BackupsList.
 type BackupsListParams struct {
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty"`
+	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
 
 	// PageToken The `next_page_token` of the previous page of the same vmcluster's backups. Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty"`
+	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
 }
 
 // BackupsCreateParams defines parameters for BackupsCreate.
 type BackupsCreateParams struct {
 	// IdempotencyKey Makes POST safe to retry.
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty"`
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty,omitzero"`
 }
 
 // VmclustersEventsParams defines parameters for VmclustersEvents.
 type VmclustersEventsParams struct {
 	// EventTypeParam Only Events of this type.
-	EventTypeParam VmclustersEventsParamsType `form:"type,omitempty" json:"type,omitempty"`
+	EventTypeParam VmclustersEventsParamsType `form:"type,omitempty" json:"type,omitempty,omitzero"`
 
 	// Reason Only Events with this reason (exact, e.g. Unhealthy, BackOff, FailedScheduling).
-	Reason EventReason `form:"reason,omitempty" json:"reason,omitempty"`
+	Reason EventReason `form:"reason,omitempty" json:"reason,omitempty,omitzero"`
 
 	// Since Only Events that last happened at or after this time - an RFC 3339 time (2026-01-02T15:04:05Z) or a duration back from now in Go syntax (30m, 2h, 90s; at most 8784h).
-	Since EventSince `form:"since,omitempty" json:"since,omitempty"`
+	Since EventSince `form:"since,omitempty" json:"since,omitempty,omitzero"`
 
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty"`
+	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
 
 	// PageToken The `next_page_token` of the previous page (same filters). Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty"`
+	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
 }
 
 // VmclustersEventsParamsType defines parameters for VmclustersEvents.
@@ -2964,16 +2964,16 @@ type VmclustersEventsParamsType string
 // VmclusterOperationsListParams defines parameters for VmclusterOperationsList.
 type VmclusterOperationsListParams struct {
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty"`
+	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
 
 	// PageToken The `next_page_token` of the previous page of the same vmcluster and filters. Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty"`
+	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
 
 	// Type Only operations of this type.
-	Type VmclusterOperationsListParamsType `form:"type,omitempty" json:"type,omitempty"`
+	Type VmclusterOperationsListParamsType `form:"type,omitempty" json:"type,omitempty,omitzero"`
 
 	// Phase Only operations in this phase.
-	Phase VmclusterOperationsListParamsPhase `form:"phase,omitempty" json:"phase,omitempty"`
+	Phase VmclusterOperationsListParamsPhase `form:"phase,omitempty" json:"phase,omitempty,omitzero"`
 }
 
 // VmclusterOperationsListParamsType defines parameters for VmclusterOperationsList.
@@ -2985,10 +2985,10 @@ type VmclusterOperationsListParamsPhase string
 // VmclusterOperationsCreateParams defines parameters for VmclusterOperationsCreate.
 type VmclusterOperationsCreateParams struct {
 	// DryRun true returns the VMClusterOperation manifest without creating it.
-	DryRun bool `form:"dry_run,omitempty" json:"dry_run,omitempty"`
+	DryRun bool `form:"dry_run,omitempty" json:"dry_run,omitempty,omitzero"`
 
 	// IdempotencyKey Makes POST safe to retry.
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty"`
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty,omitzero"`
 }
 
 // VmclusterOperationsCreate200JSONResponseBody1 defines parameters for VmclusterOperationsCreate.
@@ -3002,49 +3002,49 @@ type VmclusterOperationsCreate200JSONResponseBody struct {
 // VmclustersPodsListParams defines parameters for VmclustersPodsList.
 type VmclustersPodsListParams struct {
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty"`
+	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
 
 	// PageToken The `next_page_token` of the previous page. Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty"`
+	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
 }
 
 // VmclustersPodsLogsParams defines parameters for VmclustersPodsLogs.
 type VmclustersPodsLogsParams struct {
 	// Container The container; default: the Pod's default container (its first).
-	Container string `form:"container,omitempty" json:"container,omitempty"`
+	Container string `form:"container,omitempty" json:"container,omitempty,omitzero"`
 
 	// TailLines The last N lines only.
-	TailLines int `form:"tailLines,omitempty" json:"tailLines,omitempty"`
+	TailLines int `form:"tailLines,omitempty" json:"tailLines,omitempty,omitzero"`
 
 	// SinceSeconds Lines of the last N seconds only.
-	SinceSeconds int `form:"sinceSeconds,omitempty" json:"sinceSeconds,omitempty"`
+	SinceSeconds int `form:"sinceSeconds,omitempty" json:"sinceSeconds,omitempty,omitzero"`
 
 	// Previous The log of the previous (terminated) run of the container.
-	Previous bool `form:"previous,omitempty" json:"previous,omitempty"`
+	Previous bool `form:"previous,omitempty" json:"previous,omitempty,omitzero"`
 
 	// Timestamps Prefix each line with its RFC 3339 timestamp.
-	Timestamps bool `form:"timestamps,omitempty" json:"timestamps,omitempty"`
+	Timestamps bool `form:"timestamps,omitempty" json:"timestamps,omitempty,omitzero"`
 
 	// Follow Stream the log as it grows (see above).
-	Follow bool `form:"follow,omitempty" json:"follow,omitempty"`
+	Follow bool `form:"follow,omitempty" json:"follow,omitempty,omitzero"`
 
 	// LimitBytes At most this many bytes; default and maximum: the server's --log-max-bytes (10 MiB by default).
-	LimitBytes int `form:"limitBytes,omitempty" json:"limitBytes,omitempty"`
+	LimitBytes int `form:"limitBytes,omitempty" json:"limitBytes,omitempty,omitzero"`
 }
 
 // RestoresListParams defines parameters for RestoresList.
 type RestoresListParams struct {
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty"`
+	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
 
 	// PageToken The `next_page_token` of the previous page of the same vmcluster's restores. Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty"`
+	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
 }
 
 // RestoresCreateParams defines parameters for RestoresCreate.
 type RestoresCreateParams struct {
 	// IdempotencyKey Makes POST safe to retry.
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty"`
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty,omitzero"`
 }
 
 // AddonsListParams defines parameters for AddonsList.
@@ -3070,14 +3070,14 @@ type NodeGroupsListParamsCloudProvider string
 // UpgradeOperationsListParams defines parameters for UpgradeOperationsList.
 type UpgradeOperationsListParams struct {
 	// K8sClusterName Only operations on this cluster.
-	K8sClusterName string `form:"k8sClusterName,omitempty" json:"k8sClusterName,omitempty"`
+	K8sClusterName string `form:"k8sClusterName,omitempty" json:"k8sClusterName,omitempty,omitzero"`
 
 	// Status Only operations in this phase.
-	Status   UpgradeOperationsListParamsStatus `form:"status,omitempty" json:"status,omitempty"`
-	PageSize int                               `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+	Status   UpgradeOperationsListParamsStatus `form:"status,omitempty" json:"status,omitempty,omitzero"`
+	PageSize int                               `form:"pageSize,omitempty" json:"pageSize,omitempty,omitzero"`
 
 	// PageToken The nextPageToken of the previous page (same filters).
-	PageToken string `form:"pageToken,omitempty" json:"pageToken,omitempty"`
+	PageToken string `form:"pageToken,omitempty" json:"pageToken,omitempty,omitzero"`
 }
 
 // UpgradeOperationsListParamsStatus defines parameters for UpgradeOperationsList.
@@ -3086,31 +3086,31 @@ type UpgradeOperationsListParamsStatus string
 // UpgradeOperationsCreateParams defines parameters for UpgradeOperationsCreate.
 type UpgradeOperationsCreateParams struct {
 	// IdempotencyKey Makes POST safe to retry.
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty"`
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty,omitzero"`
 }
 
 // UpgradeOperationsDryRunParams defines parameters for UpgradeOperationsDryRun.
 type UpgradeOperationsDryRunParams struct {
 	// IdempotencyKey Makes POST safe to retry.
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty"`
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty,omitzero"`
 }
 
 // UpgradeOperationsEventsParams defines parameters for UpgradeOperationsEvents.
 type UpgradeOperationsEventsParams struct {
 	// EventTypeParam Only Events of this type.
-	EventTypeParam UpgradeOperationsEventsParamsType `form:"type,omitempty" json:"type,omitempty"`
+	EventTypeParam UpgradeOperationsEventsParamsType `form:"type,omitempty" json:"type,omitempty,omitzero"`
 
 	// Reason Only Events with this reason (exact, e.g. Unhealthy, BackOff, FailedScheduling).
-	Reason EventReason `form:"reason,omitempty" json:"reason,omitempty"`
+	Reason EventReason `form:"reason,omitempty" json:"reason,omitempty,omitzero"`
 
 	// Since Only Events that last happened at or after this time - an RFC 3339 time (2026-01-02T15:04:05Z) or a duration back from now in Go syntax (30m, 2h, 90s; at most 8784h).
-	Since EventSince `form:"since,omitempty" json:"since,omitempty"`
+	Since EventSince `form:"since,omitempty" json:"since,omitempty,omitzero"`
 
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty"`
+	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
 
 	// PageToken The `next_page_token` of the previous page (same filters). Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty"`
+	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
 }
 
 // UpgradeOperationsEventsParamsType defines parameters for UpgradeOperationsEvents.
@@ -13276,7 +13276,7 @@ type AddonsListResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Addons []ClusterAddon `json:"addons,omitempty"`
+		Addons []ClusterAddon `json:"addons,omitempty,omitzero"`
 	}
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
@@ -13302,7 +13302,7 @@ type AddonsListResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r AddonsListResponse) GetJSON200() *struct {
-	Addons []ClusterAddon `json:"addons,omitempty"`
+	Addons []ClusterAddon `json:"addons,omitempty,omitzero"`
 } {
 	return r.JSON200
 }
@@ -13391,7 +13391,7 @@ type NodeGroupsListResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		NodeGroups []NodeGroup `json:"nodeGroups,omitempty"`
+		NodeGroups []NodeGroup `json:"nodeGroups,omitempty,omitzero"`
 	}
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
@@ -13417,7 +13417,7 @@ type NodeGroupsListResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r NodeGroupsListResponse) GetJSON200() *struct {
-	NodeGroups []NodeGroup `json:"nodeGroups,omitempty"`
+	NodeGroups []NodeGroup `json:"nodeGroups,omitempty,omitzero"`
 } {
 	return r.JSON200
 }
@@ -19675,7 +19675,7 @@ func ParseAddonsListResponse(rsp *http.Response) (*AddonsListResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Addons []ClusterAddon `json:"addons,omitempty"`
+			Addons []ClusterAddon `json:"addons,omitempty,omitzero"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -19782,7 +19782,7 @@ func ParseNodeGroupsListResponse(rsp *http.Response) (*NodeGroupsListResponse, e
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			NodeGroups []NodeGroup `json:"nodeGroups,omitempty"`
+			NodeGroups []NodeGroup `json:"nodeGroups,omitempty,omitzero"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
