@@ -302,7 +302,7 @@ func upgradesCommand(g *globals) *cobra.Command {
 		}
 		return g.run(func(c *client.Client) (*http.Response, error) {
 			return c.UpgradeOperationsPreflightWithBody(ctxOf(cmd), jsonType, bytes.NewReader(body))
-		}, table{items: "checks", columns: []column{col("check", "name"), col("result", "result"), col("message", "message")}})
+		}, table{items: "checks", columns: []column{col("check", "name"), col("result", "result"), col("hint", "hint")}})
 	}}
 	preflight.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
 	var cluster, status string
