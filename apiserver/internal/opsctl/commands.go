@@ -98,9 +98,9 @@ func vmclustersCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "vmclusters", Aliases: []string{"vmcluster", "vmc"}, Short: "VictoriaMetrics clusters"}
 	var status string
 	list := &cobra.Command{Use: "list", Short: "List vmclusters", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		params := &client.VmclustersListParams{Status: client.Status(status)}
+		params := &client.VmclustersListParams{Status: client.Opt(client.Status(status))}
 		return g.runPages(func(c *client.Client, token string) (*http.Response, error) {
-			params.PageToken = token
+			params.PageToken = client.Opt(token)
 			return c.VmclustersList(ctxOf(cmd), params)
 		}, table{items: "vmclusters", columns: vmclusterTable}, "vmclusters")
 	}}
@@ -144,14 +144,14 @@ func vmclustersCommand(g *globals) *cobra.Command {
 			return err
 		}
 		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.VmclustersUpdateWithBody(ctxOf(cmd), args[0], &client.VmclustersUpdateParams{IfMatch: client.IfMatch(ifMatch)}, jsonType, bytes.NewReader(body))
+			return c.VmclustersUpdateWithBody(ctxOf(cmd), args[0], &client.VmclustersUpdateParams{IfMatch: client.Opt(client.IfMatch(ifMatch))}, jsonType, bytes.NewReader(body))
 		}, table{columns: vmclusterTable})
 	}}
 	update.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
 	update.Flags().StringVar(&ifMatch, "if-match", "", "the etag the vmcluster must still have")
 	del := &cobra.Command{Use: "delete NAME", Short: "Delete a vmcluster", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
 		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.VmclustersDelete(ctxOf(cmd), args[0], &client.VmclustersDeleteParams{IfMatch: client.IfMatch(ifMatch)})
+			return c.VmclustersDelete(ctxOf(cmd), args[0], &client.VmclustersDeleteParams{IfMatch: client.Opt(client.IfMatch(ifMatch))})
 		}, table{columns: vmclusterTable})
 	}}
 	del.Flags().StringVar(&ifMatch, "if-match", "", "the etag the vmcluster must still have")
@@ -265,7 +265,7 @@ func upgradesCommand(g *globals) *cobra.Command {
 			return err
 		}
 		req := func(c *client.Client) (*http.Response, error) {
-			return c.UpgradeOperationsCreateWithBody(ctxOf(cmd), &client.UpgradeOperationsCreateParams{IdempotencyKey: client.IdempotencyKey(key)}, jsonType, bytes.NewReader(body))
+			return c.UpgradeOperationsCreateWithBody(ctxOf(cmd), &client.UpgradeOperationsCreateParams{IdempotencyKey: client.Opt(client.IdempotencyKey(key))}, jsonType, bytes.NewReader(body))
 		}
 		if !watch {
 			return g.run(req, table{columns: upgradeTable})
@@ -307,9 +307,9 @@ func upgradesCommand(g *globals) *cobra.Command {
 	preflight.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
 	var cluster, status string
 	list := &cobra.Command{Use: "list", Short: "List upgrade operations", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		params := &client.UpgradeOperationsListParams{K8sClusterName: cluster, Status: client.UpgradeOperationsListParamsStatus(status)}
+		params := &client.UpgradeOperationsListParams{K8sClusterName: client.Opt(cluster), Status: client.Opt(client.UpgradeOperationsListParamsStatus(status))}
 		return g.runPages(func(c *client.Client, token string) (*http.Response, error) {
-			params.PageToken = token
+			params.PageToken = client.Opt(token)
 			return c.UpgradeOperationsList(ctxOf(cmd), params)
 		}, table{items: "upgradeOperations", columns: upgradeTable}, "upgradeOperations")
 	}}
@@ -373,7 +373,7 @@ func backupsCommand(g *globals) *cobra.Command {
 		}
 		params := &client.BackupsListParams{}
 		return g.runPages(func(c *client.Client, token string) (*http.Response, error) {
-			params.PageToken = token
+			params.PageToken = client.Opt(token)
 			return c.BackupsList(ctxOf(cmd), client.VMClusterID(vmc), params)
 		}, table{items: "backups", columns: backupTable}, "backups")
 	}}
@@ -394,7 +394,7 @@ func backupsCommand(g *globals) *cobra.Command {
 			return err
 		}
 		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.BackupsCreateWithBody(ctxOf(cmd), client.VMClusterID(vmc), &client.BackupsCreateParams{IdempotencyKey: client.IdempotencyKey(key)}, jsonType, bytes.NewReader(body))
+			return c.BackupsCreateWithBody(ctxOf(cmd), client.VMClusterID(vmc), &client.BackupsCreateParams{IdempotencyKey: client.Opt(client.IdempotencyKey(key))}, jsonType, bytes.NewReader(body))
 		}, table{columns: backupTable})
 	}}
 	create.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
@@ -421,7 +421,7 @@ func schedulesCommand(g *globals) *cobra.Command {
 		}
 		params := &client.BackupSchedulesListParams{}
 		return g.runPages(func(c *client.Client, token string) (*http.Response, error) {
-			params.PageToken = token
+			params.PageToken = client.Opt(token)
 			return c.BackupSchedulesList(ctxOf(cmd), client.VMClusterID(vmc), params)
 		}, table{items: "backup_schedules", columns: scheduleTable}, "backup_schedules")
 	}}
@@ -442,7 +442,7 @@ func schedulesCommand(g *globals) *cobra.Command {
 			return err
 		}
 		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.BackupSchedulesCreateWithBody(ctxOf(cmd), client.VMClusterID(vmc), &client.BackupSchedulesCreateParams{IdempotencyKey: client.IdempotencyKey(key)}, jsonType, bytes.NewReader(body))
+			return c.BackupSchedulesCreateWithBody(ctxOf(cmd), client.VMClusterID(vmc), &client.BackupSchedulesCreateParams{IdempotencyKey: client.Opt(client.IdempotencyKey(key))}, jsonType, bytes.NewReader(body))
 		}, table{columns: scheduleTable})
 	}}
 	create.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
@@ -482,7 +482,7 @@ func restoresCommand(g *globals) *cobra.Command {
 		}
 		params := &client.RestoresListParams{}
 		return g.runPages(func(c *client.Client, token string) (*http.Response, error) {
-			params.PageToken = token
+			params.PageToken = client.Opt(token)
 			return c.RestoresList(ctxOf(cmd), client.VMClusterID(vmc), params)
 		}, table{items: "restores", columns: restoreTable}, "restores")
 	}}
@@ -503,7 +503,7 @@ func restoresCommand(g *globals) *cobra.Command {
 			return err
 		}
 		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.RestoresCreateWithBody(ctxOf(cmd), client.VMClusterID(vmc), &client.RestoresCreateParams{IdempotencyKey: client.IdempotencyKey(key)}, jsonType, bytes.NewReader(body))
+			return c.RestoresCreateWithBody(ctxOf(cmd), client.VMClusterID(vmc), &client.RestoresCreateParams{IdempotencyKey: client.Opt(client.IdempotencyKey(key))}, jsonType, bytes.NewReader(body))
 		}, table{columns: restoreTable})
 	}}
 	create.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
@@ -523,7 +523,7 @@ func operationsCommand(g *globals) *cobra.Command {
 		}
 		params := &client.VmclusterOperationsListParams{}
 		return g.runPages(func(c *client.Client, token string) (*http.Response, error) {
-			params.PageToken = token
+			params.PageToken = client.Opt(token)
 			return c.VmclusterOperationsList(ctxOf(cmd), client.VMClusterID(vmc), params)
 		}, table{items: "operations", columns: operationTable}, "operations")
 	}}
@@ -536,7 +536,7 @@ func operationsCommand(g *globals) *cobra.Command {
 			return err
 		}
 		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.VmclusterOperationsCreateWithBody(ctxOf(cmd), client.VMClusterID(vmc), &client.VmclusterOperationsCreateParams{DryRun: dryRun, IdempotencyKey: client.IdempotencyKey(key)}, jsonType, bytes.NewReader(body))
+			return c.VmclusterOperationsCreateWithBody(ctxOf(cmd), client.VMClusterID(vmc), &client.VmclusterOperationsCreateParams{DryRun: client.Opt(dryRun), IdempotencyKey: client.Opt(client.IdempotencyKey(key))}, jsonType, bytes.NewReader(body))
 		}, table{columns: operationTable})
 	}}
 	create.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
@@ -575,7 +575,7 @@ func componentsCommand(g *globals) *cobra.Command {
 	list := &cobra.Command{Use: "list", Short: "List components", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
 		params := &client.ComponentsListParams{}
 		return g.runPages(func(c *client.Client, token string) (*http.Response, error) {
-			params.PageToken = token
+			params.PageToken = client.Opt(token)
 			return c.ComponentsList(ctxOf(cmd), params)
 		}, table{items: "components", columns: componentTable}, "components")
 	}}
@@ -588,7 +588,7 @@ func componentsCommand(g *globals) *cobra.Command {
 			return err
 		}
 		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.ComponentsCreateWithBody(ctxOf(cmd), &client.ComponentsCreateParams{IdempotencyKey: client.IdempotencyKey(key)}, jsonType, bytes.NewReader(body))
+			return c.ComponentsCreateWithBody(ctxOf(cmd), &client.ComponentsCreateParams{IdempotencyKey: client.Opt(client.IdempotencyKey(key))}, jsonType, bytes.NewReader(body))
 		}, table{columns: componentTable})
 	}}
 	create.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
@@ -599,14 +599,14 @@ func componentsCommand(g *globals) *cobra.Command {
 			return err
 		}
 		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.ComponentsUpdateWithBody(ctxOf(cmd), args[0], &client.ComponentsUpdateParams{IfMatch: client.IfMatch(ifMatch)}, jsonType, bytes.NewReader(body))
+			return c.ComponentsUpdateWithBody(ctxOf(cmd), args[0], &client.ComponentsUpdateParams{IfMatch: client.Opt(client.IfMatch(ifMatch))}, jsonType, bytes.NewReader(body))
 		}, table{columns: componentTable})
 	}}
 	update.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
 	update.Flags().StringVar(&ifMatch, "if-match", "", "the etag the component must still have")
 	del := &cobra.Command{Use: "delete NAME", Short: "Uninstall a component", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
 		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.ComponentsDelete(ctxOf(cmd), args[0], &client.ComponentsDeleteParams{IfMatch: client.IfMatch(ifMatch)})
+			return c.ComponentsDelete(ctxOf(cmd), args[0], &client.ComponentsDeleteParams{IfMatch: client.Opt(client.IfMatch(ifMatch))})
 		}, table{columns: componentTable})
 	}}
 	del.Flags().StringVar(&ifMatch, "if-match", "", "the etag the component must still have")
@@ -641,7 +641,7 @@ func troubleshootCommands(g *globals) []*cobra.Command {
 	var tail int
 	logs := &cobra.Command{Use: "logs VMCLUSTER POD", Short: "A Pod's log", Args: cobra.ExactArgs(2), RunE: func(cmd *cobra.Command, args []string) error {
 		_, body, err := g.do(func(c *client.Client) (*http.Response, error) {
-			return c.VmclustersPodsLogs(ctxOf(cmd), client.VMClusterID(args[0]), client.PodName(args[1]), &client.VmclustersPodsLogsParams{Container: container, TailLines: tail})
+			return c.VmclustersPodsLogs(ctxOf(cmd), client.VMClusterID(args[0]), client.PodName(args[1]), &client.VmclustersPodsLogsParams{Container: client.Opt(container), TailLines: client.Opt(tail)})
 		})
 		if err != nil {
 			return err

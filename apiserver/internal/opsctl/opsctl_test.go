@@ -39,13 +39,14 @@ type response struct {
 
 type recorded struct {
 	method, uri, auth, body string
+	header                  http.Header
 }
 
 func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	body, _ := io.ReadAll(r.Body)
-	f.requests = append(f.requests, recorded{method: r.Method, uri: r.URL.RequestURI(), auth: r.Header.Get("Authorization"), body: string(body)})
+	f.requests = append(f.requests, recorded{method: r.Method, uri: r.URL.RequestURI(), auth: r.Header.Get("Authorization"), body: string(body), header: r.Header.Clone()})
 	key := r.Method + " " + r.URL.Path
 	rs := f.responses[key]
 	if len(rs) == 0 {
@@ -181,6 +182,26 @@ func TestPagesAreFollowed(t *testing.T) {
 	g.Expect(f.last().uri).To(ContainSubstring("status=RUNNING"))
 }
 
+// Optional parameters not given are not sent: no page_size=0, status= or
+// empty If-Match.
+func TestUnsetParametersAreNotSent(t *testing.T) {
+	g := NewWithT(t)
+	f, server := newFake(t, map[string][]response{
+		"GET /api/v1/observability-ops/vmclusters":      {{200, `{"vmclusters":[]}`}},
+		"DELETE /api/v1/observability-ops/vmclusters/v": {{202, `{}`}},
+		"GET /ops/api/v1/upgradeOperations":             {{200, `{"upgradeOperations":[]}`}},
+	})
+	for _, args := range [][]string{{"vmclusters", "list"}, {"vmclusters", "delete", "v"}, {"upgrades", "list"}} {
+		code, _, errOut := run(t, nil, false, append(args, "--server", server)...)
+		g.Expect(code).To(Equal(0), errOut)
+		g.Expect(f.last().uri).NotTo(ContainSubstring("?"), "%v", args)
+		g.Expect(f.last().header).NotTo(HaveKey("If-Match"), "%v", args)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g.Expect(f.requests).To(HaveLen(3))
+}
+
 func TestServerAndToken(t *testing.T) {
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "token")
@@ -259,6 +280,7 @@ func TestCreateSendsTheFileAsJSON(t *testing.T) {
 	code, out, errOut := run(t, nil, false, "upgrades", "create", "-f", path, "--server", server, "--idempotency-key", "k1", "-o", "json")
 	g.Expect(code).To(Equal(0), errOut)
 	g.Expect(out).To(ContainSubstring(`"id": "u-9"`))
+	g.Expect(f.last().header.Get("Idempotency-Key")).To(Equal("k1"))
 	g.Expect(f.last().body).To(MatchJSON(`{"k8sClusterName":"dev-cluster","targetVersion":"1.30","nodeGroupUpgrades":[{"nodeGroupName":"ng","strategy":"in-place"}]}`))
 }
 

@@ -78,3 +78,14 @@ func ResponseError(resp *http.Response, body []byte) error {
 	}
 	return e
 }
+
+// Opt returns a pointer to v, or nil when v is its type's zero value: the
+// optional query and header parameters are pointers, and a nil one is not
+// sent (Opt("") leaves an If-Match out, Opt(50) sets page_size).
+func Opt[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}

@@ -2859,103 +2859,103 @@ type VMClusterInUse = Error
 // ComponentsListParams defines parameters for ComponentsList.
 type ComponentsListParams struct {
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
+	PageSize *int `form:"page_size,omitempty" json:"page_size,omitempty"`
 
 	// PageToken The `next_page_token` of the previous page, with the same `status` filter. Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
+	PageToken *string `form:"page_token,omitempty" json:"page_token,omitempty"`
 
 	// Status Only components with this status.
-	Status Status `form:"status,omitempty" json:"status,omitempty,omitzero"`
+	Status *Status `form:"status,omitempty" json:"status,omitempty"`
 }
 
 // ComponentsCreateParams defines parameters for ComponentsCreate.
 type ComponentsCreateParams struct {
 	// IdempotencyKey Makes POST safe to retry.
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty,omitzero"`
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ComponentsDeleteParams defines parameters for ComponentsDelete.
 type ComponentsDeleteParams struct {
 	// IfMatch `*` or a list of etags (quoted, as in the ETag header; the unquoted body form is accepted too). The request is carried out only if the current etag is one of them; else 412 and nothing is changed.
-	IfMatch IfMatch `json:"If-Match,omitempty,omitzero"`
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
 // ComponentsUpdateParams defines parameters for ComponentsUpdate.
 type ComponentsUpdateParams struct {
 	// IfMatch `*` or a list of etags (quoted, as in the ETag header; the unquoted body form is accepted too). The request is carried out only if the current etag is one of them; else 412 and nothing is changed.
-	IfMatch IfMatch `json:"If-Match,omitempty,omitzero"`
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
 // VmclustersListParams defines parameters for VmclustersList.
 type VmclustersListParams struct {
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
+	PageSize *int `form:"page_size,omitempty" json:"page_size,omitempty"`
 
 	// PageToken The `next_page_token` of the previous page, with the same `status` filter. Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
+	PageToken *string `form:"page_token,omitempty" json:"page_token,omitempty"`
 
 	// Status Only vmclusters with this status.
-	Status Status `form:"status,omitempty" json:"status,omitempty,omitzero"`
+	Status *Status `form:"status,omitempty" json:"status,omitempty"`
 }
 
 // VmclustersDeleteParams defines parameters for VmclustersDelete.
 type VmclustersDeleteParams struct {
 	// IfMatch `*` or a list of etags (quoted, as in the ETag header; the unquoted body form is accepted too). The request is carried out only if the current etag is one of them; else 412 and nothing is changed.
-	IfMatch IfMatch `json:"If-Match,omitempty,omitzero"`
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
 // VmclustersUpdateParams defines parameters for VmclustersUpdate.
 type VmclustersUpdateParams struct {
 	// IfMatch `*` or a list of etags (quoted, as in the ETag header; the unquoted body form is accepted too). The request is carried out only if the current etag is one of them; else 412 and nothing is changed.
-	IfMatch IfMatch `json:"If-Match,omitempty,omitzero"`
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
 // BackupSchedulesListParams defines parameters for BackupSchedulesList.
 type BackupSchedulesListParams struct {
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
+	PageSize *int `form:"page_size,omitempty" json:"page_size,omitempty"`
 
 	// PageToken The `next_page_token` of the previous page of the same vmcluster's schedules. Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
+	PageToken *string `form:"page_token,omitempty" json:"page_token,omitempty"`
 }
 
 // BackupSchedulesCreateParams defines parameters for BackupSchedulesCreate.
 type BackupSchedulesCreateParams struct {
 	// IdempotencyKey Makes POST safe to retry.
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty,omitzero"`
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // BackupsListParams defines parameters for BackupsList.
 type BackupsListParams struct {
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
+	PageSize *int `form:"page_size,omitempty" json:"page_size,omitempty"`
 
 	// PageToken The `next_page_token` of the previous page of the same vmcluster's backups. Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
+	PageToken *string `form:"page_token,omitempty" json:"page_token,omitempty"`
 }
 
 // BackupsCreateParams defines parameters for BackupsCreate.
 type BackupsCreateParams struct {
 	// IdempotencyKey Makes POST safe to retry.
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty,omitzero"`
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // VmclustersEventsParams defines parameters for VmclustersEvents.
 type VmclustersEventsParams struct {
 	// EventTypeParam Only Events of this type.
-	EventTypeParam VmclustersEventsParamsType `form:"type,omitempty" json:"type,omitempty,omitzero"`
+	EventTypeParam *VmclustersEventsParamsType `form:"type,omitempty" json:"type,omitempty"`
 
 	// Reason Only Events with this reason (exact, e.g. Unhealthy, BackOff, FailedScheduling).
-	Reason EventReason `form:"reason,omitempty" json:"reason,omitempty,omitzero"`
+	Reason *EventReason `form:"reason,omitempty" json:"reason,omitempty"`
 
 	// Since Only Events that last happened at or after this time - an RFC 3339 time (2026-01-02T15:04:05Z) or a duration back from now in Go syntax (30m, 2h, 90s; at most 8784h).
-	Since EventSince `form:"since,omitempty" json:"since,omitempty,omitzero"`
+	Since *EventSince `form:"since,omitempty" json:"since,omitempty"`
 
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
+	PageSize *int `form:"page_size,omitempty" json:"page_size,omitempty"`
 
 	// PageToken The `next_page_token` of the previous page (same filters). Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
+	PageToken *string `form:"page_token,omitempty" json:"page_token,omitempty"`
 }
 
 // VmclustersEventsParamsType defines parameters for VmclustersEvents.
@@ -2964,16 +2964,16 @@ type VmclustersEventsParamsType string
 // VmclusterOperationsListParams defines parameters for VmclusterOperationsList.
 type VmclusterOperationsListParams struct {
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
+	PageSize *int `form:"page_size,omitempty" json:"page_size,omitempty"`
 
 	// PageToken The `next_page_token` of the previous page of the same vmcluster and filters. Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
+	PageToken *string `form:"page_token,omitempty" json:"page_token,omitempty"`
 
 	// Type Only operations of this type.
-	Type VmclusterOperationsListParamsType `form:"type,omitempty" json:"type,omitempty,omitzero"`
+	Type *VmclusterOperationsListParamsType `form:"type,omitempty" json:"type,omitempty"`
 
 	// Phase Only operations in this phase.
-	Phase VmclusterOperationsListParamsPhase `form:"phase,omitempty" json:"phase,omitempty,omitzero"`
+	Phase *VmclusterOperationsListParamsPhase `form:"phase,omitempty" json:"phase,omitempty"`
 }
 
 // VmclusterOperationsListParamsType defines parameters for VmclusterOperationsList.
@@ -2985,10 +2985,10 @@ type VmclusterOperationsListParamsPhase string
 // VmclusterOperationsCreateParams defines parameters for VmclusterOperationsCreate.
 type VmclusterOperationsCreateParams struct {
 	// DryRun true returns the VMClusterOperation manifest without creating it.
-	DryRun bool `form:"dry_run,omitempty" json:"dry_run,omitempty,omitzero"`
+	DryRun *bool `form:"dry_run,omitempty" json:"dry_run,omitempty"`
 
 	// IdempotencyKey Makes POST safe to retry.
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty,omitzero"`
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // VmclusterOperationsCreate200JSONResponseBody1 defines parameters for VmclusterOperationsCreate.
@@ -3002,49 +3002,49 @@ type VmclusterOperationsCreate200JSONResponseBody struct {
 // VmclustersPodsListParams defines parameters for VmclustersPodsList.
 type VmclustersPodsListParams struct {
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
+	PageSize *int `form:"page_size,omitempty" json:"page_size,omitempty"`
 
 	// PageToken The `next_page_token` of the previous page. Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
+	PageToken *string `form:"page_token,omitempty" json:"page_token,omitempty"`
 }
 
 // VmclustersPodsLogsParams defines parameters for VmclustersPodsLogs.
 type VmclustersPodsLogsParams struct {
 	// Container The container; default: the Pod's default container (its first).
-	Container string `form:"container,omitempty" json:"container,omitempty,omitzero"`
+	Container *string `form:"container,omitempty" json:"container,omitempty"`
 
 	// TailLines The last N lines only.
-	TailLines int `form:"tailLines,omitempty" json:"tailLines,omitempty,omitzero"`
+	TailLines *int `form:"tailLines,omitempty" json:"tailLines,omitempty"`
 
 	// SinceSeconds Lines of the last N seconds only.
-	SinceSeconds int `form:"sinceSeconds,omitempty" json:"sinceSeconds,omitempty,omitzero"`
+	SinceSeconds *int `form:"sinceSeconds,omitempty" json:"sinceSeconds,omitempty"`
 
 	// Previous The log of the previous (terminated) run of the container.
-	Previous bool `form:"previous,omitempty" json:"previous,omitempty,omitzero"`
+	Previous *bool `form:"previous,omitempty" json:"previous,omitempty"`
 
 	// Timestamps Prefix each line with its RFC 3339 timestamp.
-	Timestamps bool `form:"timestamps,omitempty" json:"timestamps,omitempty,omitzero"`
+	Timestamps *bool `form:"timestamps,omitempty" json:"timestamps,omitempty"`
 
 	// Follow Stream the log as it grows (see above).
-	Follow bool `form:"follow,omitempty" json:"follow,omitempty,omitzero"`
+	Follow *bool `form:"follow,omitempty" json:"follow,omitempty"`
 
 	// LimitBytes At most this many bytes; default and maximum: the server's --log-max-bytes (10 MiB by default).
-	LimitBytes int `form:"limitBytes,omitempty" json:"limitBytes,omitempty,omitzero"`
+	LimitBytes *int `form:"limitBytes,omitempty" json:"limitBytes,omitempty"`
 }
 
 // RestoresListParams defines parameters for RestoresList.
 type RestoresListParams struct {
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
+	PageSize *int `form:"page_size,omitempty" json:"page_size,omitempty"`
 
 	// PageToken The `next_page_token` of the previous page of the same vmcluster's restores. Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
+	PageToken *string `form:"page_token,omitempty" json:"page_token,omitempty"`
 }
 
 // RestoresCreateParams defines parameters for RestoresCreate.
 type RestoresCreateParams struct {
 	// IdempotencyKey Makes POST safe to retry.
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty,omitzero"`
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // AddonsListParams defines parameters for AddonsList.
@@ -3070,14 +3070,14 @@ type NodeGroupsListParamsCloudProvider string
 // UpgradeOperationsListParams defines parameters for UpgradeOperationsList.
 type UpgradeOperationsListParams struct {
 	// K8sClusterName Only operations on this cluster.
-	K8sClusterName string `form:"k8sClusterName,omitempty" json:"k8sClusterName,omitempty,omitzero"`
+	K8sClusterName *string `form:"k8sClusterName,omitempty" json:"k8sClusterName,omitempty"`
 
 	// Status Only operations in this phase.
-	Status   UpgradeOperationsListParamsStatus `form:"status,omitempty" json:"status,omitempty,omitzero"`
-	PageSize int                               `form:"pageSize,omitempty" json:"pageSize,omitempty,omitzero"`
+	Status   *UpgradeOperationsListParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	PageSize *int                               `form:"pageSize,omitempty" json:"pageSize,omitempty"`
 
 	// PageToken The nextPageToken of the previous page (same filters).
-	PageToken string `form:"pageToken,omitempty" json:"pageToken,omitempty,omitzero"`
+	PageToken *string `form:"pageToken,omitempty" json:"pageToken,omitempty"`
 }
 
 // UpgradeOperationsListParamsStatus defines parameters for UpgradeOperationsList.
@@ -3086,31 +3086,31 @@ type UpgradeOperationsListParamsStatus string
 // UpgradeOperationsCreateParams defines parameters for UpgradeOperationsCreate.
 type UpgradeOperationsCreateParams struct {
 	// IdempotencyKey Makes POST safe to retry.
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty,omitzero"`
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // UpgradeOperationsDryRunParams defines parameters for UpgradeOperationsDryRun.
 type UpgradeOperationsDryRunParams struct {
 	// IdempotencyKey Makes POST safe to retry.
-	IdempotencyKey IdempotencyKey `json:"Idempotency-Key,omitempty,omitzero"`
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // UpgradeOperationsEventsParams defines parameters for UpgradeOperationsEvents.
 type UpgradeOperationsEventsParams struct {
 	// EventTypeParam Only Events of this type.
-	EventTypeParam UpgradeOperationsEventsParamsType `form:"type,omitempty" json:"type,omitempty,omitzero"`
+	EventTypeParam *UpgradeOperationsEventsParamsType `form:"type,omitempty" json:"type,omitempty"`
 
 	// Reason Only Events with this reason (exact, e.g. Unhealthy, BackOff, FailedScheduling).
-	Reason EventReason `form:"reason,omitempty" json:"reason,omitempty,omitzero"`
+	Reason *EventReason `form:"reason,omitempty" json:"reason,omitempty"`
 
 	// Since Only Events that last happened at or after this time - an RFC 3339 time (2026-01-02T15:04:05Z) or a duration back from now in Go syntax (30m, 2h, 90s; at most 8784h).
-	Since EventSince `form:"since,omitempty" json:"since,omitempty,omitzero"`
+	Since *EventSince `form:"since,omitempty" json:"since,omitempty"`
 
 	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
-	PageSize int `form:"page_size,omitempty" json:"page_size,omitempty,omitzero"`
+	PageSize *int `form:"page_size,omitempty" json:"page_size,omitempty"`
 
 	// PageToken The `next_page_token` of the previous page (same filters). Anything else is a 400.
-	PageToken string `form:"page_token,omitempty" json:"page_token,omitempty,omitzero"`
+	PageToken *string `form:"page_token,omitempty" json:"page_token,omitempty"`
 }
 
 // UpgradeOperationsEventsParamsType defines parameters for UpgradeOperationsEvents.
@@ -5814,28 +5814,40 @@ func NewComponentsListRequest(server string, params *ComponentsListParams) (*htt
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageToken != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", *params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if encoded := queryValues.Encode(); encoded != "" {
@@ -5891,14 +5903,16 @@ func NewComponentsCreateRequestWithBody(server string, params *ComponentsCreateP
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -5938,14 +5952,16 @@ func NewComponentsDeleteRequest(server string, componentId string, params *Compo
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IfMatch != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
 		}
-
-		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -6032,14 +6048,16 @@ func NewComponentsUpdateRequestWithBody(server string, componentId string, param
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IfMatch != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
 		}
-
-		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -6074,28 +6092,40 @@ func NewVmclustersListRequest(server string, params *VmclustersListParams) (*htt
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageToken != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", *params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if encoded := queryValues.Encode(); encoded != "" {
@@ -6185,14 +6215,16 @@ func NewVmclustersDeleteRequest(server string, vmclusterId string, params *Vmclu
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IfMatch != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
 		}
-
-		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -6279,14 +6311,16 @@ func NewVmclustersUpdateRequestWithBody(server string, vmclusterId string, param
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IfMatch != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
 		}
-
-		req.Header.Set("If-Match", headerParam0)
 
 	}
 
@@ -6328,20 +6362,28 @@ func NewBackupSchedulesListRequest(server string, vmclusterId VMClusterID, param
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageToken != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", *params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if encoded := queryValues.Encode(); encoded != "" {
@@ -6404,14 +6446,16 @@ func NewBackupSchedulesCreateRequestWithBody(server string, vmclusterId VMCluste
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -6589,20 +6633,28 @@ func NewBackupsListRequest(server string, vmclusterId VMClusterID, params *Backu
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageToken != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", *params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if encoded := queryValues.Encode(); encoded != "" {
@@ -6665,14 +6717,16 @@ func NewBackupsCreateRequestWithBody(server string, vmclusterId VMClusterID, par
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -6830,44 +6884,64 @@ func NewVmclustersEventsRequest(server string, vmclusterId VMClusterID, params *
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", params.EventTypeParam, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.EventTypeParam != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.EventTypeParam, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "reason", params.Reason, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Reason != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "reason", *params.Reason, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageToken != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", *params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if encoded := queryValues.Encode(); encoded != "" {
@@ -6919,36 +6993,52 @@ func NewVmclusterOperationsListRequest(server string, vmclusterId VMClusterID, p
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageToken != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", *params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Type != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "phase", params.Phase, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Phase != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "phase", *params.Phase, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if encoded := queryValues.Encode(); encoded != "" {
@@ -7011,12 +7101,16 @@ func NewVmclusterOperationsCreateRequestWithBody(server string, vmclusterId VMCl
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dry_run", params.DryRun, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.DryRun != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dry_run", *params.DryRun, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if encoded := queryValues.Encode(); encoded != "" {
@@ -7034,14 +7128,16 @@ func NewVmclusterOperationsCreateRequestWithBody(server string, vmclusterId VMCl
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -7247,20 +7343,28 @@ func NewVmclustersPodsListRequest(server string, vmclusterId VMClusterID, params
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageToken != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", *params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if encoded := queryValues.Encode(); encoded != "" {
@@ -7373,60 +7477,88 @@ func NewVmclustersPodsLogsRequest(server string, vmclusterId VMClusterID, pod Po
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "container", params.Container, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Container != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "container", *params.Container, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tailLines", params.TailLines, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.TailLines != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tailLines", *params.TailLines, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sinceSeconds", params.SinceSeconds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.SinceSeconds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sinceSeconds", *params.SinceSeconds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "previous", params.Previous, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Previous != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "previous", *params.Previous, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timestamps", params.Timestamps, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Timestamps != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timestamps", *params.Timestamps, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "follow", params.Follow, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Follow != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "follow", *params.Follow, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limitBytes", params.LimitBytes, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.LimitBytes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limitBytes", *params.LimitBytes, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if encoded := queryValues.Encode(); encoded != "" {
@@ -7512,20 +7644,28 @@ func NewRestoresListRequest(server string, vmclusterId VMClusterID, params *Rest
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageToken != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", *params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if encoded := queryValues.Encode(); encoded != "" {
@@ -7588,14 +7728,16 @@ func NewRestoresCreateRequestWithBody(server string, vmclusterId VMClusterID, pa
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -7911,36 +8053,52 @@ func NewUpgradeOperationsListRequest(server string, params *UpgradeOperationsLis
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "k8sClusterName", params.K8sClusterName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.K8sClusterName != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "k8sClusterName", *params.K8sClusterName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageSize", params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageSize", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageToken", params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageToken != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "pageToken", *params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if encoded := queryValues.Encode(); encoded != "" {
@@ -7996,14 +8154,16 @@ func NewUpgradeOperationsCreateRequestWithBody(server string, params *UpgradeOpe
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -8049,14 +8209,16 @@ func NewUpgradeOperationsDryRunRequestWithBody(server string, params *UpgradeOpe
 
 	if params != nil {
 
-		var headerParam0 string
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
 
-		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-		if err != nil {
-			return nil, err
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
 		}
-
-		req.Header.Set("Idempotency-Key", headerParam0)
 
 	}
 
@@ -8253,44 +8415,64 @@ func NewUpgradeOperationsEventsRequest(server string, id UpgradeOperationID, par
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", params.EventTypeParam, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.EventTypeParam != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.EventTypeParam, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "reason", params.Reason, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Reason != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "reason", *params.Reason, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageSize != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_size", *params.PageSize, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.PageToken != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page_token", *params.PageToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if encoded := queryValues.Encode(); encoded != "" {
