@@ -28,7 +28,7 @@ export OPS_BIN_DIR
 
 # The tools each target needs (hack/tools/build.sh builds only those; the
 # e2e suite and the local stack need every tool).
-TOOLS_GENERATE    := controller-gen
+TOOLS_GENERATE    := controller-gen oapi-codegen
 TOOLS_INTEGRATION := etcd kube-apiserver kubectl source-controller helm-controller vmstorage vminsert vmselect vmbackup vmrestore
 # Packages of each test group (hack/test-groups.txt).
 UNIT_PKGS         = $(shell hack/test-groups.sh packages unit)
@@ -69,9 +69,10 @@ chromium: ## Install Debian's chromium when missing (as root), for the /docs pag
 ##@ Development
 
 .PHONY: generate
-generate: ## Generate deepcopy code for the API types.
+generate: ## Generate deepcopy code for the API types and the Go client of the REST API (apiserver/pkg/client, from docs/openapi.yaml).
 	hack/tools/build.sh $(TOOLS_GENERATE)
 	cd operator/api && $(OPS_BIN_DIR)/controller-gen object:headerFile=$(ROOT)/hack/boilerplate.go.txt paths=./...
+	cd apiserver/pkg/client && $(OPS_BIN_DIR)/oapi-codegen -config oapi-codegen.yaml $(ROOT)/docs/openapi.yaml
 
 .PHONY: manifests
 manifests: ## Generate the CRDs into crds/ (ours and the Flux kinds we use), the chart's CRDs and the kustomize base.
@@ -90,14 +91,14 @@ lint: ## gofmt (check only) and go vet on every module.
 
 .PHONY: verify
 verify: generate manifests ## Fail when generated files are stale or go.mod files are untidy.
-	@git add -N crds operator/api deploy/charts/ops-server/crds deploy/charts/vm-operator/crds deploy/kustomize/base >/dev/null 2>&1 || true
-	@if ! git diff --quiet -- crds operator/api deploy/charts/ops-server/crds deploy/charts/vm-operator/crds deploy/kustomize/base; then \
+	@git add -N crds operator/api apiserver/pkg/client deploy/charts/ops-server/crds deploy/charts/vm-operator/crds deploy/kustomize/base >/dev/null 2>&1 || true
+	@if ! git diff --quiet -- crds operator/api apiserver/pkg/client deploy/charts/ops-server/crds deploy/charts/vm-operator/crds deploy/kustomize/base; then \
 		echo "Generated files are stale; run 'make generate manifests' and commit:"; \
-		git diff --stat -- crds operator/api deploy/charts/ops-server/crds deploy/charts/vm-operator/crds deploy/kustomize/base; exit 1; fi
+		git diff --stat -- crds operator/api apiserver/pkg/client deploy/charts/ops-server/crds deploy/charts/vm-operator/crds deploy/kustomize/base; exit 1; fi
 	@for m in $(MODULES); do (cd $$m && go mod tidy -diff >/dev/null) || { echo "go.mod of $$m is not tidy: run 'cd $$m && go mod tidy'"; exit 1; }; done
 
 .PHONY: build
-build: ## Build the ops-apiserver and ops-operator binaries into bin/.
+build: ## Build the ops-apiserver, ops-operator and opsctl binaries into bin/.
 	go build -ldflags "-X github.com/tidbcloud/ops-server/operator/pkg/buildinfo.Version=$(VERSION) -X github.com/tidbcloud/ops-server/operator/pkg/buildinfo.Revision=$(REVISION)" -o $(OPS_BIN_DIR)/ ./apiserver/cmd/... ./operator/cmd/...
 
 .PHONY: dev

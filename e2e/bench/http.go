@@ -44,6 +44,17 @@ func (t target) do(ctx context.Context, method, path string, body []byte) (int, 
 	return resp.StatusCode, b, err
 }
 
+// read reads the response of a generated client's call: its status and
+// body.
+func read(resp *http.Response, err error) (int, []byte, error) {
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	return resp.StatusCode, b, err
+}
+
 // get sends a GET, reads the whole body and returns its size; any status
 // but 200 is an error.
 func (t target) get(ctx context.Context, path string) (int, error) {

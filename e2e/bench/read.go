@@ -11,6 +11,7 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 
+	opsclient "github.com/tidbcloud/ops-server/apiserver/pkg/client"
 	"github.com/tidbcloud/ops-server/e2e/stack"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -160,10 +161,7 @@ func (e *env) listVMClusters(ctx context.Context) (map[string]string, error) {
 	token := ""
 	for {
 		path := vmclustersPath + "?page_size=1000"
-		if token != "" {
-			path += "&page_token=" + url.QueryEscape(token)
-		}
-		code, body, err := e.ops.do(ctx, http.MethodGet, path, nil)
+		code, body, err := read(e.opsAPI.VmclustersList(ctx, &opsclient.VmclustersListParams{PageSize: opsclient.Opt(1000), PageToken: opsclient.Opt(token)}))
 		if err != nil {
 			return nil, err
 		}
@@ -209,11 +207,8 @@ func (e *env) countUpgrades(ctx context.Context, cluster string) (int, error) {
 	n := 0
 	token := ""
 	for {
-		path := upgradesPath + "?pageSize=1000&k8sClusterName=" + url.QueryEscape(cluster)
-		if token != "" {
-			path += "&pageToken=" + url.QueryEscape(token)
-		}
-		code, body, err := e.ops.do(ctx, http.MethodGet, path, nil)
+		path := upgradesPath + "?k8sClusterName=" + url.QueryEscape(cluster)
+		code, body, err := read(e.opsAPI.UpgradeOperationsList(ctx, &opsclient.UpgradeOperationsListParams{PageSize: opsclient.Opt(1000), K8sClusterName: opsclient.Opt(cluster), PageToken: opsclient.Opt(token)}))
 		if err != nil {
 			return 0, err
 		}

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	opsclient "github.com/tidbcloud/ops-server/apiserver/pkg/client"
+
 	"github.com/tidbcloud/ops-server/e2e/stack"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/testenv"
@@ -88,9 +90,13 @@ type env struct {
 	binDir string
 	// kube is an uncached client without a client-side rate limit.
 	kube client.Client
-	// ops and kubeAPI send raw HTTP requests to each server.
+	// ops and kubeAPI send raw HTTP requests to each server: the timed
+	// reads of both servers go through the same plain path.
 	ops     target
 	kubeAPI target
+	// opsAPI is the generated Go client of the REST API, on ops's HTTP
+	// client: writes, deletes and the listings that wait for readiness.
+	opsAPI *opsclient.Client
 	// apiPID is ops-apiserver's process.
 	apiPID int
 	// Objects the API created, copied for the direct side.
@@ -248,6 +254,9 @@ func (e *env) connect() error {
 		opsHeader.Set("Authorization", "Bearer "+e.st.Token)
 	}
 	e.ops = target{client: &http.Client{Transport: tr, Timeout: time.Minute}, base: e.st.APIURL, header: opsHeader}
+	if e.opsAPI, err = opsclient.NewClient(e.st.APIURL, opsclient.WithHTTPClient(e.ops.client), opsclient.WithBearerToken(e.st.Token)); err != nil {
+		return fmt.Errorf("building the ops-apiserver client: %w", err)
+	}
 	return nil
 }
 

@@ -85,7 +85,7 @@ func (e *env) runningPhase(ctx context.Context, res *Results) error {
 	cleanup := time.Now()
 	deleted := RunN(ctx, e.cfg.Clients, n, func(ctx context.Context, _, seq int) (int, error) {
 		path := vmclustersPath + "/" + apiName(seq)
-		code, body, err := e.ops.do(ctx, http.MethodDelete, path, nil)
+		code, body, err := read(e.opsAPI.VmclustersDelete(ctx, apiName(seq), nil))
 		if err != nil {
 			return 0, err
 		}

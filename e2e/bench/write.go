@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	opsclient "github.com/tidbcloud/ops-server/apiserver/pkg/client"
 	"github.com/tidbcloud/ops-server/e2e/stack"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -41,8 +43,7 @@ func upgradeBody(cluster string) map[string]any {
 
 // postVMCluster creates vmcluster name through the API and returns its id.
 func (e *env) postVMCluster(ctx context.Context, name string) (string, int, error) {
-	body, _ := json.Marshal(map[string]any{"name": name, "values": vmValues})
-	code, resp, err := e.ops.do(ctx, http.MethodPost, vmclustersPath, body)
+	code, resp, err := read(e.opsAPI.VmclustersCreate(ctx, opsclient.VMClusterCreate{Name: name, Values: vmValues}))
 	if err != nil {
 		return "", 0, err
 	}
@@ -62,7 +63,7 @@ func (e *env) postVMCluster(ctx context.Context, name string) (string, int, erro
 // its object name.
 func (e *env) postUpgrade(ctx context.Context, cluster string) (string, int, error) {
 	body, _ := json.Marshal(upgradeBody(cluster))
-	code, resp, err := e.ops.do(ctx, http.MethodPost, upgradesPath, body)
+	code, resp, err := read(e.opsAPI.UpgradeOperationsCreateWithBody(ctx, nil, "application/json", bytes.NewReader(body)))
 	if err != nil {
 		return "", 0, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/tidbcloud/ops-server/operator/testenv"
 )
 
-// BuildBinaries builds ops-apiserver and ops-operator from this tree into
+// BuildBinaries builds ops-apiserver, ops-operator and opsctl from this tree into
 // bin/ (or $OPS_BIN_DIR): the e2e suites run the binaries a user runs.
 // Suites in different packages (stories, faults) run at the same time
 // under `go test ./e2e/...`: the builds take turns (a lock file in bin/)
@@ -38,13 +38,13 @@ func BuildBinaries() error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	cmd := exec.Command("go", "build", "-o", tmp+string(os.PathSeparator), "./apiserver/cmd/ops-apiserver", "./operator/cmd/ops-operator")
+	cmd := exec.Command("go", "build", "-o", tmp+string(os.PathSeparator), "./apiserver/cmd/ops-apiserver", "./operator/cmd/ops-operator", "./apiserver/cmd/opsctl")
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return err
 	}
-	for _, name := range []string{"ops-apiserver", "ops-operator"} {
+	for _, name := range []string{"ops-apiserver", "ops-operator", "opsctl"} {
 		if err := os.Rename(filepath.Join(tmp, name), filepath.Join(bin, name)); err != nil {
 			return err
 		}

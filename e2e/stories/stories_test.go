@@ -101,6 +101,7 @@ func TestStories(t *testing.T) {
 	t.Run("24 metrics: a failed upgrade raises the chart's upgrade-failed alert expression, evaluated on ops-operator's scraped metrics", storyUpgradeFailedAlert)
 	t.Run("25 the quickstart: docs/quickstart.md's shell blocks run in order against the stack", storyQuickstart)
 	t.Run("26 preflight: a PodDisruptionBudget with maxUnavailable 0 over a vmstorage Pod fails POST …/preflight naming both, and the operation before any cloud change with the same check", storyPreflight)
+	t.Run("27 opsctl: a vmcluster created and waited for until RUNNING, the quickstart's blue-green upgrade watched to Succeeded (exit 0), a refused upgrade makes watch exit 1 with the step's message, -o json is the API's response", storyOpsctl)
 }
 
 func storyVMClusterLifecycle(t *testing.T) {

@@ -43,6 +43,7 @@ tools=(
   "etcd|etcd|go.etcd.io/etcd/server/v3|"
   "kube-apiserver|kube|k8s.io/kubernetes/cmd/kube-apiserver|${kube_ldflags}"
   "controller-gen|controller-gen|sigs.k8s.io/controller-tools/cmd/controller-gen|"
+  "oapi-codegen|oapi-codegen|github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen|"
   "source-controller|flux-source|github.com/fluxcd/source-controller|"
   "helm-controller|flux-helm|github.com/fluxcd/helm-controller|"
   "kube-controller-manager|kube|k8s.io/kubernetes/cmd/kube-controller-manager|${kube_ldflags}"
