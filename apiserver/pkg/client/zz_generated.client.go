@@ -205,6 +205,39 @@ func (e DeleteUpgradeOperationResponseResult) Valid() bool {
 	}
 }
 
+// Defines values for EffectiveMaintenanceWindowDays.
+const (
+	EffectiveMaintenanceWindowDaysFriday    EffectiveMaintenanceWindowDays = "Friday"
+	EffectiveMaintenanceWindowDaysMonday    EffectiveMaintenanceWindowDays = "Monday"
+	EffectiveMaintenanceWindowDaysSaturday  EffectiveMaintenanceWindowDays = "Saturday"
+	EffectiveMaintenanceWindowDaysSunday    EffectiveMaintenanceWindowDays = "Sunday"
+	EffectiveMaintenanceWindowDaysThursday  EffectiveMaintenanceWindowDays = "Thursday"
+	EffectiveMaintenanceWindowDaysTuesday   EffectiveMaintenanceWindowDays = "Tuesday"
+	EffectiveMaintenanceWindowDaysWednesday EffectiveMaintenanceWindowDays = "Wednesday"
+)
+
+// Valid indicates whether the value is a known member of the EffectiveMaintenanceWindowDays enum.
+func (e EffectiveMaintenanceWindowDays) Valid() bool {
+	switch e {
+	case EffectiveMaintenanceWindowDaysFriday:
+		return true
+	case EffectiveMaintenanceWindowDaysMonday:
+		return true
+	case EffectiveMaintenanceWindowDaysSaturday:
+		return true
+	case EffectiveMaintenanceWindowDaysSunday:
+		return true
+	case EffectiveMaintenanceWindowDaysThursday:
+		return true
+	case EffectiveMaintenanceWindowDaysTuesday:
+		return true
+	case EffectiveMaintenanceWindowDaysWednesday:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorErrorDetailsType.
 const (
 	TypeGoogleapisComgoogleRpcBadRequest  ErrorErrorDetailsType = "type.googleapis.com/google.rpc.BadRequest"
@@ -649,39 +682,6 @@ func (e UpgradeOperationLeftBehindKind) Valid() bool {
 	}
 }
 
-// Defines values for UpgradeOperationMaintenanceWindowDays.
-const (
-	UpgradeOperationMaintenanceWindowDaysFriday    UpgradeOperationMaintenanceWindowDays = "Friday"
-	UpgradeOperationMaintenanceWindowDaysMonday    UpgradeOperationMaintenanceWindowDays = "Monday"
-	UpgradeOperationMaintenanceWindowDaysSaturday  UpgradeOperationMaintenanceWindowDays = "Saturday"
-	UpgradeOperationMaintenanceWindowDaysSunday    UpgradeOperationMaintenanceWindowDays = "Sunday"
-	UpgradeOperationMaintenanceWindowDaysThursday  UpgradeOperationMaintenanceWindowDays = "Thursday"
-	UpgradeOperationMaintenanceWindowDaysTuesday   UpgradeOperationMaintenanceWindowDays = "Tuesday"
-	UpgradeOperationMaintenanceWindowDaysWednesday UpgradeOperationMaintenanceWindowDays = "Wednesday"
-)
-
-// Valid indicates whether the value is a known member of the UpgradeOperationMaintenanceWindowDays enum.
-func (e UpgradeOperationMaintenanceWindowDays) Valid() bool {
-	switch e {
-	case UpgradeOperationMaintenanceWindowDaysFriday:
-		return true
-	case UpgradeOperationMaintenanceWindowDaysMonday:
-		return true
-	case UpgradeOperationMaintenanceWindowDaysSaturday:
-		return true
-	case UpgradeOperationMaintenanceWindowDaysSunday:
-		return true
-	case UpgradeOperationMaintenanceWindowDaysThursday:
-		return true
-	case UpgradeOperationMaintenanceWindowDaysTuesday:
-		return true
-	case UpgradeOperationMaintenanceWindowDaysWednesday:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for UpgradeOperationPhase.
 const (
 	UpgradeOperationPhaseAwaitingApproval UpgradeOperationPhase = "AwaitingApproval"
@@ -723,13 +723,13 @@ func (e UpgradeOperationPhase) Valid() bool {
 
 // Defines values for UpgradeOperationManifestApiVersion.
 const (
-	OpsObservabilityTidbcloudComv1alpha1 UpgradeOperationManifestApiVersion = "ops.observability.tidbcloud.com/v1alpha1"
+	UpgradeOperationManifestApiVersionOpsObservabilityTidbcloudComv1alpha1 UpgradeOperationManifestApiVersion = "ops.observability.tidbcloud.com/v1alpha1"
 )
 
 // Valid indicates whether the value is a known member of the UpgradeOperationManifestApiVersion enum.
 func (e UpgradeOperationManifestApiVersion) Valid() bool {
 	switch e {
-	case OpsObservabilityTidbcloudComv1alpha1:
+	case UpgradeOperationManifestApiVersionOpsObservabilityTidbcloudComv1alpha1:
 		return true
 	default:
 		return false
@@ -997,6 +997,36 @@ func (e VMClusterOperationCreateType) Valid() bool {
 	case VMClusterOperationCreateTypeRestart:
 		return true
 	case VMClusterOperationCreateTypeVerticalScaling:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VMClusterOperationManifestApiVersion.
+const (
+	VMClusterOperationManifestApiVersionOpsObservabilityTidbcloudComv1alpha1 VMClusterOperationManifestApiVersion = "ops.observability.tidbcloud.com/v1alpha1"
+)
+
+// Valid indicates whether the value is a known member of the VMClusterOperationManifestApiVersion enum.
+func (e VMClusterOperationManifestApiVersion) Valid() bool {
+	switch e {
+	case VMClusterOperationManifestApiVersionOpsObservabilityTidbcloudComv1alpha1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VMClusterOperationManifestKind.
+const (
+	VMClusterOperationManifestKindVMClusterOperation VMClusterOperationManifestKind = "VMClusterOperation"
+)
+
+// Valid indicates whether the value is a known member of the VMClusterOperationManifestKind enum.
+func (e VMClusterOperationManifestKind) Valid() bool {
+	switch e {
+	case VMClusterOperationManifestKindVMClusterOperation:
 		return true
 	default:
 		return false
@@ -1320,7 +1350,7 @@ type Backup struct {
 	Destination    struct {
 		CredentialsSecret    string `json:"credentials_secret,omitempty,omitzero"`
 		CredentialsSecretKey string `json:"credentials_secret_key,omitempty,omitzero"`
-		Url                  string `json:"url,omitempty,omitzero"`
+		Url                  string `json:"url"`
 	} `json:"destination"`
 
 	// Id The ClusterBackup UID.
@@ -1329,7 +1359,7 @@ type Backup struct {
 	// InitiatedBy The authenticated caller that created the backup.
 	InitiatedBy string `json:"initiated_by,omitempty,omitzero"`
 
-	// Message ops-operator's message (failed replicas with their errors
+	// Message ops-operator's message (failed replicas with their errors, or why the backup waits).
 	Message string `json:"message,omitempty,omitzero"`
 
 	// Name "vmclusters/<vmcluster>/backups/<backup>"
@@ -1347,8 +1377,8 @@ type Backup struct {
 
 	// Target The VMCluster object (operator.victoriametrics.com) backed up.
 	Target struct {
-		Name      string `json:"name,omitempty,omitzero"`
-		Namespace string `json:"namespace,omitempty,omitzero"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
 	} `json:"target"`
 
 	// Vmcluster Example: vmclusters/vmcluster
@@ -1435,7 +1465,7 @@ type BackupSchedule struct {
 	Destination    struct {
 		CredentialsSecret    string `json:"credentials_secret,omitempty,omitzero"`
 		CredentialsSecretKey string `json:"credentials_secret_key,omitempty,omitzero"`
-		Url                  string `json:"url,omitempty,omitzero"`
+		Url                  string `json:"url"`
 	} `json:"destination"`
 
 	// Id The ClusterBackupSchedule UID.
@@ -1458,7 +1488,7 @@ type BackupSchedule struct {
 	Name             string    `json:"name"`
 	NextScheduleTime time.Time `json:"next_schedule_time,omitempty,omitzero"`
 
-	// RetainedBackups The backups retention keeps
+	// RetainedBackups The backups retention keeps, newest first.
 	RetainedBackups []string `json:"retained_backups"`
 	Schedule        string   `json:"schedule"`
 
@@ -1466,8 +1496,8 @@ type BackupSchedule struct {
 	State   BackupScheduleState `json:"state"`
 	Suspend bool                `json:"suspend"`
 	Target  struct {
-		Name      string `json:"name,omitempty,omitzero"`
-		Namespace string `json:"namespace,omitempty,omitzero"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
 	} `json:"target"`
 
 	// Vmcluster Example: vmclusters/vmcluster
@@ -1492,10 +1522,10 @@ type BackupScheduleRequest struct {
 		Url string `json:"url,omitempty,omitzero"`
 	} `json:"destination,omitempty,omitzero"`
 
-	// KeepDays Keep the Succeeded backups scheduled less than keep_days days ago. With keep_last
+	// KeepDays Keep the Succeeded backups scheduled less than keep_days days ago. With keep_last, a backup is kept when either keeps it.
 	KeepDays int `json:"keep_days,omitempty,omitzero"`
 
-	// KeepLast Keep the newest keep_last Succeeded backups. keep_last
+	// KeepLast Keep the newest keep_last Succeeded backups. keep_last, keep_days or both are required.
 	KeepLast int `json:"keep_last,omitempty,omitzero"`
 
 	// Name POST only (required there); unique in the backups namespace.
@@ -1518,9 +1548,9 @@ type BootstrapStatus struct {
 // ClusterAddon defines model for ClusterAddon.
 type ClusterAddon struct {
 	AvailableVersions []string `json:"availableVersions,omitempty,omitzero"`
-	Name              string   `json:"name,omitempty,omitzero"`
+	Name              string   `json:"name"`
 	Status            string   `json:"status,omitempty,omitzero"`
-	Version           string   `json:"version,omitempty,omitzero"`
+	Version           string   `json:"version"`
 }
 
 // Component defines model for Component.
@@ -1541,12 +1571,12 @@ type Component struct {
 	// LastAction The last Helm action helm-controller attempted for the release.
 	LastAction struct {
 		// Action Example: upgrade
-		Action  string `json:"action,omitempty,omitzero"`
+		Action  string `json:"action"`
 		Message string `json:"message,omitempty,omitzero"`
 
 		// Reason Example: UpgradeSucceeded
 		Reason string                    `json:"reason,omitempty,omitzero"`
-		Result ComponentLastActionResult `json:"result,omitempty,omitzero"`
+		Result ComponentLastActionResult `json:"result"`
 
 		// Time When it ended.
 		Time time.Time `json:"time,omitempty,omitzero"`
@@ -1694,14 +1724,36 @@ type DeleteBackupScheduleResponseResult string
 
 // DeleteUpgradeOperationResponse defines model for DeleteUpgradeOperationResponse.
 type DeleteUpgradeOperationResponse struct {
-	Id        string                               `json:"id,omitempty,omitzero"`
-	Name      string                               `json:"name,omitempty,omitzero"`
+	Id        string                               `json:"id"`
+	Name      string                               `json:"name"`
 	Operation UpgradeOperation                     `json:"operation,omitempty,omitzero"`
-	Result    DeleteUpgradeOperationResponseResult `json:"result,omitempty,omitzero"`
+	Result    DeleteUpgradeOperationResponseResult `json:"result"`
 }
 
 // DeleteUpgradeOperationResponseResult defines model for DeleteUpgradeOperationResponse.Result.
 type DeleteUpgradeOperationResponseResult string
+
+// EffectiveMaintenanceWindow The effective window of an operation: the spec's, or the operator's default for the cluster (--maintenance-windows), with its source.
+type EffectiveMaintenanceWindow struct {
+	Days []EffectiveMaintenanceWindowDays `json:"days"`
+
+	// Duration Example: 4h
+	Duration string `json:"duration"`
+
+	// Source "spec", or "default: ..." naming the operator's rule.
+	//
+	// Example: default: windows[0] (cloudProvider=eks, region=us-west-2)
+	Source string `json:"source"`
+
+	// Start Example: 02:00
+	Start string `json:"start"`
+
+	// TimeZone Example: Europe/Berlin
+	TimeZone string `json:"timeZone,omitempty,omitzero"`
+}
+
+// EffectiveMaintenanceWindowDays defines model for EffectiveMaintenanceWindow.Days.
+type EffectiveMaintenanceWindowDays string
 
 // Error Google AIP-193 error body.
 //
@@ -1760,7 +1812,7 @@ type Event struct {
 	// Reason Example: Unhealthy
 	Reason string `json:"reason"`
 
-	// Source The component that reported it (reportingController
+	// Source The component that reported it (reportingController, else source.component).
 	Source string `json:"source,omitempty,omitzero"`
 
 	// Time The last occurrence (the order of the list).
@@ -1782,15 +1834,15 @@ type ExecRequest struct {
 
 // ExecResult defines model for ExecResult.
 type ExecResult struct {
-	ExitCode int    `json:"exitCode,omitempty,omitzero"`
-	Stderr   string `json:"stderr,omitempty,omitzero"`
-	Stdout   string `json:"stdout,omitempty,omitzero"`
+	ExitCode int    `json:"exitCode"`
+	Stderr   string `json:"stderr"`
+	Stdout   string `json:"stdout"`
 
 	// TimedOut The command was stopped at timeoutSeconds (exitCode -1).
-	TimedOut bool `json:"timedOut,omitempty,omitzero"`
+	TimedOut bool `json:"timedOut"`
 
 	// Truncated stdout or stderr was cut at the server's limit.
-	Truncated bool `json:"truncated,omitempty,omitzero"`
+	Truncated bool `json:"truncated"`
 }
 
 // FieldViolation defines model for FieldViolation.
@@ -1804,12 +1856,12 @@ type FieldViolation struct {
 // Health defines model for Health.
 type Health struct {
 	// Status Example: ok
-	Status string `json:"status,omitempty,omitzero"`
+	Status string `json:"status"`
 }
 
 // HelmReleaseInfo defines model for HelmReleaseInfo.
 type HelmReleaseInfo struct {
-	Chart string `json:"chart,omitempty,omitzero"`
+	Chart string `json:"chart"`
 
 	// DeployedVersion The chart version Helm deployed last (the newest deployed entry of the HelmRelease's history); absent before the first deployment. Differs from version while an upgrade is pending or after it failed.
 	DeployedVersion string `json:"deployed_version,omitempty,omitzero"`
@@ -1817,21 +1869,21 @@ type HelmReleaseInfo struct {
 	// LastAction The last Helm action helm-controller attempted for the release.
 	LastAction struct {
 		// Action Example: upgrade
-		Action  string `json:"action,omitempty,omitzero"`
+		Action  string `json:"action"`
 		Message string `json:"message,omitempty,omitzero"`
 
 		// Reason Example: UpgradeSucceeded
 		Reason string                          `json:"reason,omitempty,omitzero"`
-		Result HelmReleaseInfoLastActionResult `json:"result,omitempty,omitzero"`
+		Result HelmReleaseInfoLastActionResult `json:"result"`
 
 		// Time When it ended.
 		Time time.Time `json:"time,omitempty,omitzero"`
 	} `json:"last_action,omitempty,omitzero"`
-	ReleaseName      string `json:"release_name,omitempty,omitzero"`
-	ReleaseNamespace string `json:"release_namespace,omitempty,omitzero"`
+	ReleaseName      string `json:"release_name"`
+	ReleaseNamespace string `json:"release_namespace"`
 
 	// Version The requested chart version (semantic version). Settable on create and update.
-	Version string `json:"version,omitempty,omitzero"`
+	Version string `json:"version"`
 }
 
 // HelmReleaseInfoLastActionResult defines model for HelmReleaseInfo.LastAction.Result.
@@ -1877,26 +1929,26 @@ type ListPodsResponse struct {
 type ListProvidersResponse struct {
 	Providers []struct {
 		// AddonCompatibility The preflight checks addon versions against the target with the cloud's own data.
-		AddonCompatibility bool `json:"addonCompatibility,omitempty,omitzero"`
+		AddonCompatibility bool `json:"addonCompatibility"`
 
 		// AddonResolveConflicts clusterAddons[].resolveConflicts may be set.
-		AddonResolveConflicts bool `json:"addonResolveConflicts,omitempty,omitzero"`
+		AddonResolveConflicts bool `json:"addonResolveConflicts"`
 
 		// Addons clusterAddons may be set.
-		Addons    bool `json:"addons,omitempty,omitzero"`
-		BlueGreen bool `json:"blueGreen,omitempty,omitzero"`
+		Addons    bool `json:"addons"`
+		BlueGreen bool `json:"blueGreen"`
 
 		// CancelRunningOperation What cancelling an operation does to a cloud operation already running.
-		CancelRunningOperation string                             `json:"cancelRunningOperation,omitempty,omitzero"`
-		InPlace                bool                               `json:"inPlace,omitempty,omitzero"`
-		Name                   ListProvidersResponseProvidersName `json:"name,omitempty,omitzero"`
+		CancelRunningOperation string                             `json:"cancelRunningOperation"`
+		InPlace                bool                               `json:"inPlace"`
+		Name                   ListProvidersResponseProvidersName `json:"name"`
 
 		// SurgeSettings How an in-place node-group upgrade replaces nodes.
-		SurgeSettings string `json:"surgeSettings,omitempty,omitzero"`
+		SurgeSettings string `json:"surgeSettings"`
 
 		// VersionFormat Which targetVersion the provider takes.
-		VersionFormat string `json:"versionFormat,omitempty,omitzero"`
-	} `json:"providers,omitempty,omitzero"`
+		VersionFormat string `json:"versionFormat"`
+	} `json:"providers"`
 }
 
 // ListProvidersResponseProvidersName defines model for ListProvidersResponse.Providers.Name.
@@ -1912,7 +1964,7 @@ type ListRestoresResponse struct {
 // ListUpgradeOperationsResponse defines model for ListUpgradeOperationsResponse.
 type ListUpgradeOperationsResponse struct {
 	NextPageToken     string             `json:"nextPageToken,omitempty,omitzero"`
-	UpgradeOperations []UpgradeOperation `json:"upgradeOperations,omitempty,omitzero"`
+	UpgradeOperations []UpgradeOperation `json:"upgradeOperations"`
 }
 
 // ListVMClusterOperationsResponse defines model for ListVMClusterOperationsResponse.
@@ -1936,12 +1988,12 @@ type ListVMClustersResponse struct {
 type MaintenanceWindow struct {
 	Days []MaintenanceWindowDays `json:"days"`
 
-	// Duration Hours and minutes (4h
+	// Duration Hours and minutes (4h, 90m, 1h30m), 1m to 168h.
 	//
 	// Example: 4h
 	Duration string `json:"duration"`
 
-	// Start Local time in timeZone
+	// Start Local time in timeZone, HH:MM on a 24-hour clock.
 	//
 	// Example: 02:00
 	Start string `json:"start"`
@@ -1962,19 +2014,19 @@ type Name = string
 
 // NodeGroup defines model for NodeGroup.
 type NodeGroup struct {
-	DesiredSize   int               `json:"desiredSize,omitempty,omitzero"`
+	DesiredSize   int               `json:"desiredSize"`
 	InstanceTypes []string          `json:"instanceTypes,omitempty,omitzero"`
 	Labels        map[string]string `json:"labels,omitempty,omitzero"`
-	MaxSize       int               `json:"maxSize,omitempty,omitzero"`
-	MinSize       int               `json:"minSize,omitempty,omitzero"`
-	Name          string            `json:"name,omitempty,omitzero"`
+	MaxSize       int               `json:"maxSize"`
+	MinSize       int               `json:"minSize"`
+	Name          string            `json:"name"`
 	Status        string            `json:"status,omitempty,omitzero"`
 	Taints        []struct {
-		Effect string `json:"effect,omitempty,omitzero"`
-		Key    string `json:"key,omitempty,omitzero"`
+		Effect string `json:"effect"`
+		Key    string `json:"key"`
 		Value  string `json:"value,omitempty,omitzero"`
 	} `json:"taints,omitempty,omitzero"`
-	Version string `json:"version,omitempty,omitzero"`
+	Version string `json:"version"`
 }
 
 // ObservabilityStackStatus defines model for ObservabilityStackStatus.
@@ -1999,24 +2051,24 @@ type ObservabilityStackStatusReady string
 
 // Pod defines model for Pod.
 type Pod struct {
-	AgeSeconds int `json:"ageSeconds,omitempty,omitzero"`
+	AgeSeconds int `json:"ageSeconds"`
 
 	// Component Example: vmstorage
-	Component    string         `json:"component,omitempty,omitzero"`
-	Containers   []PodContainer `json:"containers,omitempty,omitzero"`
+	Component    string         `json:"component"`
+	Containers   []PodContainer `json:"containers"`
 	CreateTime   time.Time      `json:"createTime,omitempty,omitzero"`
-	Health       PodHealth      `json:"health,omitempty,omitzero"`
+	Health       PodHealth      `json:"health"`
 	HealthReason string         `json:"healthReason,omitempty,omitzero"`
-	Name         string         `json:"name,omitempty,omitzero"`
+	Name         string         `json:"name"`
 	Node         string         `json:"node,omitempty,omitzero"`
 	NodeGroup    string         `json:"nodeGroup,omitempty,omitzero"`
 
 	// Phase Example: Running
-	Phase string `json:"phase,omitempty,omitzero"`
-	Ready bool   `json:"ready,omitempty,omitzero"`
+	Phase string `json:"phase"`
+	Ready bool   `json:"ready"`
 
 	// Restarts Restarts of all its containers.
-	Restarts int `json:"restarts,omitempty,omitzero"`
+	Restarts int `json:"restarts"`
 }
 
 // PodHealth defines model for Pod.Health.
@@ -2025,16 +2077,16 @@ type PodHealth string
 // PodContainer defines model for PodContainer.
 type PodContainer struct {
 	LastTermination struct {
-		ExitCode   int       `json:"exitCode,omitempty,omitzero"`
+		ExitCode   int       `json:"exitCode"`
 		FinishedAt time.Time `json:"finishedAt,omitempty,omitzero"`
 
 		// Reason Example: Error
 		Reason string `json:"reason,omitempty,omitzero"`
 	} `json:"lastTermination,omitempty,omitzero"`
-	Name     string            `json:"name,omitempty,omitzero"`
-	Ready    bool              `json:"ready,omitempty,omitzero"`
-	Restarts int               `json:"restarts,omitempty,omitzero"`
-	State    PodContainerState `json:"state,omitempty,omitzero"`
+	Name     string            `json:"name"`
+	Ready    bool              `json:"ready"`
+	Restarts int               `json:"restarts"`
+	State    PodContainerState `json:"state"`
 
 	// StateReason Example: CrashLoopBackOff
 	StateReason string `json:"stateReason,omitempty,omitzero"`
@@ -2126,8 +2178,8 @@ type Restore struct {
 
 	// Target The VMCluster object (operator.victoriametrics.com) restored into.
 	Target struct {
-		Name      string `json:"name,omitempty,omitzero"`
-		Namespace string `json:"namespace,omitempty,omitzero"`
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
 	} `json:"target"`
 	Vmcluster   string `json:"vmcluster"`
 	VmclusterId string `json:"vmcluster_id"`
@@ -2223,10 +2275,10 @@ type UpgradeOperation struct {
 		Done []string `json:"done,omitempty,omitzero"`
 
 		// Gate Example: BeforeNodeGroups
-		Gate string `json:"gate,omitempty,omitzero"`
+		Gate string `json:"gate"`
 
 		// NextStep Example: nodegroup/vmstorage/CreateNodeGroup
-		NextStep string    `json:"nextStep,omitempty,omitzero"`
+		NextStep string    `json:"nextStep"`
 		Since    time.Time `json:"since,omitempty,omitzero"`
 	} `json:"awaitingApproval,omitempty,omitzero"`
 	BlockedBy struct {
@@ -2234,17 +2286,17 @@ type UpgradeOperation struct {
 		Node                string    `json:"node,omitempty,omitzero"`
 		Pod                 string    `json:"pod,omitempty,omitzero"`
 		PodDisruptionBudget string    `json:"podDisruptionBudget,omitempty,omitzero"`
-		Reason              string    `json:"reason,omitempty,omitzero"`
+		Reason              string    `json:"reason"`
 		Since               time.Time `json:"since,omitempty,omitzero"`
 		StepId              string    `json:"stepId,omitempty,omitzero"`
 	} `json:"blockedBy,omitempty,omitzero"`
-	CancelRequested bool      `json:"cancelRequested,omitempty,omitzero"`
+	CancelRequested bool      `json:"cancelRequested"`
 	CompletionTime  time.Time `json:"completionTime,omitempty,omitzero"`
 	CreateTime      time.Time `json:"createTime,omitempty,omitzero"`
 	CurrentStep     string    `json:"currentStep,omitempty,omitzero"`
 
 	// Id The object's UID.
-	Id          string `json:"id,omitempty,omitzero"`
+	Id          string `json:"id"`
 	InitiatedBy string `json:"initiatedBy,omitempty,omitzero"`
 
 	// LeftBehind What a Cancelled or Failed operation leaves changed in the cluster, in step order, for a person to decide about (docs/upgrades.md, "Cancelling"). Nodes the operation cordoned are uncordoned by a cancel and are not listed.
@@ -2266,49 +2318,26 @@ type UpgradeOperation struct {
 		StepId string `json:"stepId,omitempty,omitzero"`
 	} `json:"leftBehind,omitempty,omitzero"`
 
-	// MaintenanceWindow The effective window: the spec's, or the operator's default for the cluster (--maintenance-windows), with its source.
-	MaintenanceWindow struct {
-		Days []UpgradeOperationMaintenanceWindowDays `json:"days"`
+	// MaintenanceWindow The effective window of an operation: the spec's, or the operator's default for the cluster (--maintenance-windows), with its source.
+	MaintenanceWindow EffectiveMaintenanceWindow `json:"maintenanceWindow,omitempty,omitzero"`
+	Message           string                     `json:"message,omitempty,omitzero"`
+	Name              string                     `json:"name"`
+	Namespace         string                     `json:"namespace"`
 
-		// Duration Hours and minutes (4h
-		//
-		// Example: 4h
-		Duration string `json:"duration"`
-
-		// Source Example: default: windows[0] (cloudProvider=eks, region=us-west-2)
-		Source string `json:"source,omitempty,omitzero"`
-
-		// Start Local time in timeZone
-		//
-		// Example: 02:00
-		Start string `json:"start"`
-
-		// TimeZone An IANA time zone; omitted: UTC. An unknown one is a 400.
-		//
-		// Example: Europe/Berlin
-		TimeZone string `json:"timeZone,omitempty,omitzero"`
-	} `json:"maintenanceWindow,omitempty,omitzero"`
-	Message   string `json:"message,omitempty,omitzero"`
-	Name      string `json:"name,omitempty,omitzero"`
-	Namespace string `json:"namespace,omitempty,omitzero"`
-
-	// NextWindowStart When the next step may start
+	// NextWindowStart When the next step may start, while the operation waits outside its maintenance window.
 	NextWindowStart time.Time             `json:"nextWindowStart,omitempty,omitzero"`
-	Paused          bool                  `json:"paused,omitempty,omitzero"`
-	Phase           UpgradeOperationPhase `json:"phase,omitempty,omitzero"`
+	Paused          bool                  `json:"paused"`
+	Phase           UpgradeOperationPhase `json:"phase"`
 
 	// Preflight The checks made before an upgrade changes anything (docs/upgrades.md, "Preflight"): the answer of POST /ops/api/v1/upgradeOperations/preflight, and an operation's preflight once ops-operator ran it.
 	Preflight PreflightReport `json:"preflight,omitempty,omitzero"`
-	Spec      UpgradeRequest  `json:"spec,omitempty,omitzero"`
+	Spec      UpgradeRequest  `json:"spec"`
 	StartTime time.Time       `json:"startTime,omitempty,omitzero"`
-	Steps     []UpgradeStep   `json:"steps,omitempty,omitzero"`
+	Steps     []UpgradeStep   `json:"steps"`
 }
 
 // UpgradeOperationLeftBehindKind defines model for UpgradeOperation.LeftBehind.Kind.
 type UpgradeOperationLeftBehindKind string
-
-// UpgradeOperationMaintenanceWindowDays defines model for UpgradeOperation.MaintenanceWindow.Days.
-type UpgradeOperationMaintenanceWindowDays string
 
 // UpgradeOperationPhase defines model for UpgradeOperation.Phase.
 type UpgradeOperationPhase string
@@ -2463,22 +2492,22 @@ type UpgradeRequestNodeGroupUpgradesStrategy string
 
 // UpgradeStep defines model for UpgradeStep.
 type UpgradeStep struct {
-	Action string `json:"action,omitempty,omitzero"`
+	Action string `json:"action"`
 
 	// Backup The ClusterBackup ("<namespace>/<name>") a BackupVMStorage step created (backupBeforeRollout).
 	Backup         string    `json:"backup,omitempty,omitzero"`
 	CompletionTime time.Time `json:"completionTime,omitempty,omitzero"`
 
 	// Id Example: nodegroup/vmstorage/CreateNodeGroup
-	Id      string `json:"id,omitempty,omitzero"`
+	Id      string `json:"id"`
 	Message string `json:"message,omitempty,omitzero"`
 
 	// OperationId The cloud operation the step waits on.
 	OperationId string           `json:"operationId,omitempty,omitzero"`
-	Phase       UpgradeStepPhase `json:"phase,omitempty,omitzero"`
+	Phase       UpgradeStepPhase `json:"phase"`
 	StartTime   time.Time        `json:"startTime,omitempty,omitzero"`
 	Target      string           `json:"target,omitempty,omitzero"`
-	Type        UpgradeStepType  `json:"type,omitempty,omitzero"`
+	Type        UpgradeStepType  `json:"type"`
 }
 
 // UpgradeStepPhase defines model for UpgradeStep.Phase.
@@ -2536,6 +2565,12 @@ type VMClusterCreate struct {
 	// Etag Output only; ignored.
 	Etag            interface{} `json:"etag,omitempty,omitzero"`
 	HelmReleaseInfo struct {
+		// DeployedVersion Output only; ignored.
+		DeployedVersion interface{} `json:"deployed_version,omitempty,omitzero"`
+
+		// LastAction Output only; ignored.
+		LastAction interface{} `json:"last_action,omitempty,omitzero"`
+
 		// Version Chart version; absent means the configured default.
 		Version string `json:"version,omitempty,omitzero"`
 	} `json:"helm_release_info,omitempty,omitzero"`
@@ -2565,6 +2600,9 @@ type VMClusterCreate struct {
 
 	// Values Initial values; absent means {}.
 	Values Values `json:"values,omitempty,omitzero"`
+
+	// ValuesOverrides Output only; ignored.
+	ValuesOverrides interface{} `json:"values_overrides,omitempty,omitzero"`
 }
 
 // VMClusterOperation defines model for VMClusterOperation.
@@ -2604,14 +2642,14 @@ type VMClusterOperationType string
 
 // VMClusterOperationCreate defines model for VMClusterOperationCreate.
 type VMClusterOperationCreate struct {
-	// AcknowledgeReplicationRisk Allow vmstorage below the vmcluster's replicationFactor
+	// AcknowledgeReplicationRisk Allow vmstorage below the vmcluster's replicationFactor, or removing replicationFactor or more vmstorage replicas in one operation.
 	AcknowledgeReplicationRisk bool              `json:"acknowledge_replication_risk,omitempty,omitzero"`
 	HorizontalScaling          ComponentReplicas `json:"horizontal_scaling,omitempty,omitzero"`
 
 	// Order Explicit component order; omitted components follow in the default order (docs/operations.md).
 	Order []VMClusterOperationCreateOrder `json:"order,omitempty,omitzero"`
 
-	// Paused Create it paused (planned
+	// Paused Create it paused (planned, no step started).
 	Paused  bool `json:"paused,omitempty,omitzero"`
 	Restart struct {
 		Components []VMClusterOperationCreateRestartComponents `json:"components"`
@@ -2642,6 +2680,33 @@ type VMClusterOperationCreateRestartComponents string
 
 // VMClusterOperationCreateType defines model for VMClusterOperationCreate.Type.
 type VMClusterOperationCreateType string
+
+// VMClusterOperationManifest The VMClusterOperation custom resource (ops.observability.tidbcloud.com/v1alpha1) a dry run would create, without status.
+type VMClusterOperationManifest struct {
+	ApiVersion VMClusterOperationManifestApiVersion `json:"apiVersion,omitempty,omitzero"`
+	Kind       VMClusterOperationManifestKind       `json:"kind,omitempty,omitzero"`
+	Metadata   struct {
+		Annotations map[string]string `json:"annotations,omitempty,omitzero"`
+
+		// GenerateName The prefix of the name the API server gives the object at create.
+		GenerateName string            `json:"generateName,omitempty,omitzero"`
+		Labels       map[string]string `json:"labels,omitempty,omitzero"`
+		Name         string            `json:"name,omitempty,omitzero"`
+		Namespace    string            `json:"namespace"`
+	} `json:"metadata"`
+
+	// Spec The CRD's spec.
+	Spec map[string]interface{} `json:"spec"`
+
+	// Status Empty.
+	Status map[string]interface{} `json:"status,omitempty,omitzero"`
+}
+
+// VMClusterOperationManifestApiVersion defines model for VMClusterOperationManifest.ApiVersion.
+type VMClusterOperationManifestApiVersion string
+
+// VMClusterOperationManifestKind defines model for VMClusterOperationManifest.Kind.
+type VMClusterOperationManifestKind string
 
 // VMClusterOperationStep defines model for VMClusterOperationStep.
 type VMClusterOperationStep struct {
@@ -2685,6 +2750,12 @@ type VMClusterUpdate struct {
 		// Chart Must match if present.
 		Chart string `json:"chart,omitempty,omitzero"`
 
+		// DeployedVersion Output only; ignored.
+		DeployedVersion interface{} `json:"deployed_version,omitempty,omitzero"`
+
+		// LastAction Output only; ignored.
+		LastAction interface{} `json:"last_action,omitempty,omitzero"`
+
 		// ReleaseName Must match if present.
 		ReleaseName string `json:"release_name,omitempty,omitzero"`
 
@@ -2712,6 +2783,9 @@ type VMClusterUpdate struct {
 
 	// Values The new complete values; they replace the current ones.
 	Values Values `json:"values"`
+
+	// ValuesOverrides Output only; ignored.
+	ValuesOverrides interface{} `json:"values_overrides,omitempty,omitzero"`
 }
 
 // Values Helm values, a JSON object. For a chart baked into the image, POST
@@ -2765,6 +2839,9 @@ type IfMatch = string
 // K8sClusterName defines model for K8sClusterName.
 type K8sClusterName = string
 
+// LastEventID defines model for LastEventID.
+type LastEventID = string
+
 // OperationID defines model for OperationID.
 type OperationID = string
 
@@ -2785,6 +2862,9 @@ type UpgradeOperationID = string
 
 // VMClusterID defines model for VMClusterID.
 type VMClusterID = string
+
+// Watch defines model for Watch.
+type Watch = bool
 
 // BackupNotFound Google AIP-193 error body.
 //
@@ -2811,30 +2891,50 @@ type CloudError = Error
 // Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
 type CloudTimeout = Error
 
+// ClusterNotFound Google AIP-193 error body.
+//
+// Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
+type ClusterNotFound = Error
+
+// ComponentNotFound Google AIP-193 error body.
+//
+// Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
+type ComponentNotFound = Error
+
 // Conflict Google AIP-193 error body.
 //
 // Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
 type Conflict = Error
+
+// DeadlineExceeded Google AIP-193 error body.
+//
+// Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
+type DeadlineExceeded = Error
 
 // Internal Google AIP-193 error body.
 //
 // Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
 type Internal = Error
 
-// NotFound Google AIP-193 error body.
-//
-// Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
-type NotFound = Error
-
 // PermissionDenied Google AIP-193 error body.
 //
 // Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
 type PermissionDenied = Error
 
+// PodNotFound Google AIP-193 error body.
+//
+// Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
+type PodNotFound = Error
+
 // PreconditionFailed Google AIP-193 error body.
 //
 // Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
 type PreconditionFailed = Error
+
+// RestoreNotFound Google AIP-193 error body.
+//
+// Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
+type RestoreNotFound = Error
 
 // TooManyRequests Google AIP-193 error body.
 //
@@ -2851,10 +2951,25 @@ type Unauthenticated = Error
 // Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
 type Unavailable = Error
 
+// UpgradeOperationNotFound Google AIP-193 error body.
+//
+// Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
+type UpgradeOperationNotFound = Error
+
 // VMClusterInUse Google AIP-193 error body.
 //
 // Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
 type VMClusterInUse = Error
+
+// VMClusterNotFound Google AIP-193 error body.
+//
+// Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
+type VMClusterNotFound = Error
+
+// VMClusterOperationNotFound Google AIP-193 error body.
+//
+// Example: {"error":{"code":400,"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","domain":"observability.tidbcloud.com","reason":"INVALID_REQUEST"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"description":"must be at most 53 characters","field":"name"}]},{"@type":"type.googleapis.com/google.rpc.RequestInfo","requestId":"6f1c0b7e2f3a4d5c9e8b7a6f5e4d3c2b"}],"message":"the request is invalid","status":"INVALID_ARGUMENT"}}
+type VMClusterOperationNotFound = Error
 
 // ComponentsListParams defines parameters for ComponentsList.
 type ComponentsListParams struct {
@@ -2896,6 +3011,15 @@ type VmclustersListParams struct {
 
 	// Status Only vmclusters with this status.
 	Status *Status `form:"status,omitempty" json:"status,omitempty"`
+
+	// Watch true (or 1): instead of a page, a stream of server-sent events (text/event-stream) of the objects the filters select: their current state, SYNCED, then one event per change (docs/apiserver.md, "Watch streams"). Not with the page parameters.
+	Watch *Watch `form:"watch,omitempty" json:"watch,omitempty"`
+
+	// ResourceVersion With watch=true, resume after this resourceVersion (an event id); the Last-Event-ID header wins over it.
+	ResourceVersion *string `form:"resource_version,omitempty" json:"resource_version,omitempty"`
+
+	// LastEventID With watch=true, resume after this event id (the id of the last event received; an EventSource sends it when it reconnects). Wins over the resourceVersion query parameter.
+	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
 // VmclustersDeleteParams defines parameters for VmclustersDelete.
@@ -2932,6 +3056,15 @@ type BackupsListParams struct {
 
 	// PageToken The `next_page_token` of the previous page of the same vmcluster's backups. Anything else is a 400.
 	PageToken *string `form:"page_token,omitempty" json:"page_token,omitempty"`
+
+	// Watch true (or 1): instead of a page, a stream of server-sent events (text/event-stream) of the objects the filters select: their current state, SYNCED, then one event per change (docs/apiserver.md, "Watch streams"). Not with the page parameters.
+	Watch *Watch `form:"watch,omitempty" json:"watch,omitempty"`
+
+	// ResourceVersion With watch=true, resume after this resourceVersion (an event id); the Last-Event-ID header wins over it.
+	ResourceVersion *string `form:"resource_version,omitempty" json:"resource_version,omitempty"`
+
+	// LastEventID With watch=true, resume after this event id (the id of the last event received; an EventSource sends it when it reconnects). Wins over the resourceVersion query parameter.
+	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
 // BackupsCreateParams defines parameters for BackupsCreate.
@@ -2990,9 +3123,6 @@ type VmclusterOperationsCreateParams struct {
 	// IdempotencyKey Makes POST safe to retry.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
-
-// VmclusterOperationsCreate200JSONResponseBody1 defines parameters for VmclusterOperationsCreate.
-type VmclusterOperationsCreate200JSONResponseBody1 = map[string]interface{}
 
 // VmclusterOperationsCreate200JSONResponseBody defines parameters for VmclusterOperationsCreate.
 type VmclusterOperationsCreate200JSONResponseBody struct {
@@ -3073,11 +3203,22 @@ type UpgradeOperationsListParams struct {
 	K8sClusterName *string `form:"k8sClusterName,omitempty" json:"k8sClusterName,omitempty"`
 
 	// Status Only operations in this phase.
-	Status   *UpgradeOperationsListParamsStatus `form:"status,omitempty" json:"status,omitempty"`
-	PageSize *int                               `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+	Status *UpgradeOperationsListParamsStatus `form:"status,omitempty" json:"status,omitempty"`
 
-	// PageToken The nextPageToken of the previous page (same filters).
+	// PageSize Items per page, 1 to 1000; 0 or absent means 50. Other values are a 400.
+	PageSize *int `form:"pageSize,omitempty" json:"pageSize,omitempty"`
+
+	// PageToken The nextPageToken of the previous page (same filters). Anything else is a 400; so is any query parameter not listed here.
 	PageToken *string `form:"pageToken,omitempty" json:"pageToken,omitempty"`
+
+	// Watch true (or 1): instead of a page, a stream of server-sent events (text/event-stream) of the objects the filters select: their current state, SYNCED, then one event per change (docs/apiserver.md, "Watch streams"). Not with the page parameters.
+	Watch *Watch `form:"watch,omitempty" json:"watch,omitempty"`
+
+	// ResourceVersion With watch=true, resume after this resourceVersion (an event id); the Last-Event-ID header wins over it.
+	ResourceVersion *string `form:"resourceVersion,omitempty" json:"resourceVersion,omitempty"`
+
+	// LastEventID With watch=true, resume after this event id (the id of the last event received; an EventSource sends it when it reconnects). Wins over the resourceVersion query parameter.
+	LastEventID *LastEventID `json:"Last-Event-ID,omitempty"`
 }
 
 // UpgradeOperationsListParamsStatus defines parameters for UpgradeOperationsList.
@@ -3184,22 +3325,22 @@ func (t *VmclusterOperationsCreate200JSONResponseBody) MergeVMClusterOperation(v
 	return err
 }
 
-// AsVmclusterOperationsCreate200JSONResponseBody1 returns the union data inside the VmclusterOperationsCreate200JSONResponseBody as a VmclusterOperationsCreate200JSONResponseBody1
-func (t VmclusterOperationsCreate200JSONResponseBody) AsVmclusterOperationsCreate200JSONResponseBody1() (VmclusterOperationsCreate200JSONResponseBody1, error) {
-	var body VmclusterOperationsCreate200JSONResponseBody1
+// AsVMClusterOperationManifest returns the union data inside the VmclusterOperationsCreate200JSONResponseBody as a VMClusterOperationManifest
+func (t VmclusterOperationsCreate200JSONResponseBody) AsVMClusterOperationManifest() (VMClusterOperationManifest, error) {
+	var body VMClusterOperationManifest
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromVmclusterOperationsCreate200JSONResponseBody1 overwrites any union data inside the VmclusterOperationsCreate200JSONResponseBody as the provided VmclusterOperationsCreate200JSONResponseBody1
-func (t *VmclusterOperationsCreate200JSONResponseBody) FromVmclusterOperationsCreate200JSONResponseBody1(v VmclusterOperationsCreate200JSONResponseBody1) error {
+// FromVMClusterOperationManifest overwrites any union data inside the VmclusterOperationsCreate200JSONResponseBody as the provided VMClusterOperationManifest
+func (t *VmclusterOperationsCreate200JSONResponseBody) FromVMClusterOperationManifest(v VMClusterOperationManifest) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeVmclusterOperationsCreate200JSONResponseBody1 performs a merge with any union data inside the VmclusterOperationsCreate200JSONResponseBody, using the provided VmclusterOperationsCreate200JSONResponseBody1
-func (t *VmclusterOperationsCreate200JSONResponseBody) MergeVmclusterOperationsCreate200JSONResponseBody1(v VmclusterOperationsCreate200JSONResponseBody1) error {
+// MergeVMClusterOperationManifest performs a merge with any union data inside the VmclusterOperationsCreate200JSONResponseBody, using the provided VMClusterOperationManifest
+func (t *VmclusterOperationsCreate200JSONResponseBody) MergeVMClusterOperationManifest(v VMClusterOperationManifest) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -3955,6 +4096,23 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/observability-ops/vmclusters/{vmclusterId}/restores/{restoreId} (the `RestoresGet` operationId).
 	RestoresGet(ctx context.Context, vmclusterId VMClusterID, restoreId RestoreID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Docs This document as a browsable API reference.
+	//
+	// An HTML page that renders this document with Redoc. Everything it
+	// needs is in ops-apiserver's binary: the document is inlined, the
+	// viewer's script is `/docs/redoc.standalone.js`, and the page's
+	// Content-Security-Policy lets the browser load nothing else.
+	//
+	// Corresponds with GET /docs (the `Docs` operationId).
+	Docs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DocsViewer The script of the API reference page.
+	//
+	// Redoc's standalone bundle (hack/docsviewer/update.sh records its version and integrity).
+	//
+	// Corresponds with GET /docs/redoc.standalone.js (the `DocsViewer` operationId).
+	DocsViewer(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Healthz Liveness.
 	//
@@ -5304,6 +5462,43 @@ func (c *Client) RestoresGet(ctx context.Context, vmclusterId VMClusterID, resto
 	return c.Client.Do(req)
 }
 
+// Docs This document as a browsable API reference.
+//
+// An HTML page that renders this document with Redoc. Everything it
+// needs is in ops-apiserver's binary: the document is inlined, the
+// viewer's script is `/docs/redoc.standalone.js`, and the page's
+// Content-Security-Policy lets the browser load nothing else.
+//
+// Corresponds with GET /docs (the `Docs` operationId).
+func (c *Client) Docs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DocsViewer The script of the API reference page.
+//
+// Redoc's standalone bundle (hack/docsviewer/update.sh records its version and integrity).
+//
+// Corresponds with GET /docs/redoc.standalone.js (the `DocsViewer` operationId).
+func (c *Client) DocsViewer(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocsViewerRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // Healthz Liveness.
 //
 // Corresponds with GET /healthz (the `Healthz` operationId).
@@ -6128,6 +6323,30 @@ func NewVmclustersListRequest(server string, params *VmclustersListParams) (*htt
 
 		}
 
+		if params.Watch != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "watch", *params.Watch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ResourceVersion != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "resource_version", *params.ResourceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -6137,6 +6356,21 @@ func NewVmclustersListRequest(server string, params *VmclustersListParams) (*htt
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -6657,6 +6891,30 @@ func NewBackupsListRequest(server string, vmclusterId VMClusterID, params *Backu
 
 		}
 
+		if params.Watch != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "watch", *params.Watch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ResourceVersion != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "resource_version", *params.ResourceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -6666,6 +6924,21 @@ func NewBackupsListRequest(server string, vmclusterId VMClusterID, params *Backu
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -7785,6 +8058,60 @@ func NewRestoresGetRequest(server string, vmclusterId VMClusterID, restoreId Res
 	return req, nil
 }
 
+// NewDocsRequest constructs an http.Request for the Docs method
+func NewDocsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/docs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDocsViewerRequest constructs an http.Request for the DocsViewer method
+func NewDocsViewerRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/docs/redoc.standalone.js")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewHealthzRequest constructs an http.Request for the Healthz method
 func NewHealthzRequest(server string) (*http.Request, error) {
 	var err error
@@ -8101,6 +8428,30 @@ func NewUpgradeOperationsListRequest(server string, params *UpgradeOperationsLis
 
 		}
 
+		if params.Watch != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "watch", *params.Watch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ResourceVersion != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "resourceVersion", *params.ResourceVersion, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -8110,6 +8461,21 @@ func NewUpgradeOperationsListRequest(server string, params *UpgradeOperationsLis
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.LastEventID != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Last-Event-ID", *params.LastEventID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Last-Event-ID", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -9367,6 +9733,27 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api/v1/observability-ops/vmclusters/{vmclusterId}/restores/{restoreId} (the `RestoresGet` operationId).
 	RestoresGetWithResponse(ctx context.Context, vmclusterId VMClusterID, restoreId RestoreID, reqEditors ...RequestEditorFn) (*RestoresGetResponse, error)
 
+	// DocsWithResponse This document as a browsable API reference.
+	//
+	// An HTML page that renders this document with Redoc. Everything it
+	// needs is in ops-apiserver's binary: the document is inlined, the
+	// viewer's script is `/docs/redoc.standalone.js`, and the page's
+	// Content-Security-Policy lets the browser load nothing else.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /docs (the `Docs` operationId).
+	DocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DocsResponse, error)
+
+	// DocsViewerWithResponse The script of the API reference page.
+	//
+	// Redoc's standalone bundle (hack/docsviewer/update.sh records its version and integrity).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /docs/redoc.standalone.js (the `DocsViewer` operationId).
+	DocsViewerWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DocsViewerResponse, error)
+
 	// HealthzWithResponse Liveness.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -9656,6 +10043,8 @@ type BootstrapGetResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BootstrapGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -9690,6 +10079,11 @@ func (r BootstrapGetResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r BootstrapGetResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r BootstrapGetResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -9748,6 +10142,8 @@ type ComponentsListResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ComponentsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -9787,6 +10183,11 @@ func (r ComponentsListResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ComponentsListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ComponentsListResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -9852,6 +10253,8 @@ type ComponentsCreateResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *ComponentsCreateResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -9898,6 +10301,11 @@ func (r ComponentsCreateResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ComponentsCreateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ComponentsCreateResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -9951,7 +10359,7 @@ type ComponentsDeleteResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *ComponentNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -9962,6 +10370,8 @@ type ComponentsDeleteResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ComponentsDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -9989,7 +10399,7 @@ func (r ComponentsDeleteResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r ComponentsDeleteResponse) GetJSON404() *NotFound {
+func (r ComponentsDeleteResponse) GetJSON404() *ComponentNotFound {
 	return r.JSON404
 }
 
@@ -10016,6 +10426,11 @@ func (r ComponentsDeleteResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ComponentsDeleteResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ComponentsDeleteResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -10072,13 +10487,15 @@ type ComponentsGetResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *ComponentNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ComponentsGetResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -10103,7 +10520,7 @@ func (r ComponentsGetResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r ComponentsGetResponse) GetJSON404() *NotFound {
+func (r ComponentsGetResponse) GetJSON404() *ComponentNotFound {
 	return r.JSON404
 }
 
@@ -10120,6 +10537,11 @@ func (r ComponentsGetResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ComponentsGetResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ComponentsGetResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -10178,7 +10600,7 @@ type ComponentsUpdateResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *ComponentNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -10189,6 +10611,8 @@ type ComponentsUpdateResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *ComponentsUpdateResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -10218,7 +10642,7 @@ func (r ComponentsUpdateResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r ComponentsUpdateResponse) GetJSON404() *NotFound {
+func (r ComponentsUpdateResponse) GetJSON404() *ComponentNotFound {
 	return r.JSON404
 }
 
@@ -10245,6 +10669,11 @@ func (r ComponentsUpdateResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ComponentsUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ComponentsUpdateResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -10303,6 +10732,8 @@ type VmclustersListResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *VmclustersListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10342,6 +10773,11 @@ func (r VmclustersListResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclustersListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclustersListResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -10407,6 +10843,8 @@ type VmclustersCreateResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *VmclustersCreateResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -10453,6 +10891,11 @@ func (r VmclustersCreateResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclustersCreateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclustersCreateResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -10506,7 +10949,7 @@ type VmclustersDeleteResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *VMClusterInUse
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -10517,6 +10960,8 @@ type VmclustersDeleteResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *VmclustersDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10544,7 +10989,7 @@ func (r VmclustersDeleteResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclustersDeleteResponse) GetJSON404() *NotFound {
+func (r VmclustersDeleteResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -10571,6 +11016,11 @@ func (r VmclustersDeleteResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclustersDeleteResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclustersDeleteResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -10627,13 +11077,15 @@ type VmclustersGetResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *VmclustersGetResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -10658,7 +11110,7 @@ func (r VmclustersGetResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclustersGetResponse) GetJSON404() *NotFound {
+func (r VmclustersGetResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -10675,6 +11127,11 @@ func (r VmclustersGetResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclustersGetResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclustersGetResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -10733,7 +11190,7 @@ type VmclustersUpdateResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON412 the response for an HTTP 412 `application/json` response
@@ -10744,6 +11201,8 @@ type VmclustersUpdateResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers202 the parsed response headers for an HTTP 202 response
 	Headers202 *VmclustersUpdateResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -10773,7 +11232,7 @@ func (r VmclustersUpdateResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclustersUpdateResponse) GetJSON404() *NotFound {
+func (r VmclustersUpdateResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -10800,6 +11259,11 @@ func (r VmclustersUpdateResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclustersUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclustersUpdateResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -10853,13 +11317,15 @@ type BackupSchedulesListResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BackupSchedulesListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10887,7 +11353,7 @@ func (r BackupSchedulesListResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r BackupSchedulesListResponse) GetJSON404() *NotFound {
+func (r BackupSchedulesListResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -10904,6 +11370,11 @@ func (r BackupSchedulesListResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r BackupSchedulesListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r BackupSchedulesListResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -10959,7 +11430,7 @@ type BackupSchedulesCreateResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -10968,6 +11439,8 @@ type BackupSchedulesCreateResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BackupSchedulesCreateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11000,7 +11473,7 @@ func (r BackupSchedulesCreateResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r BackupSchedulesCreateResponse) GetJSON404() *NotFound {
+func (r BackupSchedulesCreateResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -11022,6 +11495,11 @@ func (r BackupSchedulesCreateResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r BackupSchedulesCreateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r BackupSchedulesCreateResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -11068,18 +11546,24 @@ type BackupSchedulesDeleteResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *DeleteBackupScheduleResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *BackupScheduleNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BackupSchedulesDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11089,6 +11573,11 @@ type BackupSchedulesDeleteResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r BackupSchedulesDeleteResponse) GetJSON200() *DeleteBackupScheduleResponse {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r BackupSchedulesDeleteResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -11106,6 +11595,11 @@ func (r BackupSchedulesDeleteResponse) GetJSON404() *BackupScheduleNotFound {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r BackupSchedulesDeleteResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BackupSchedulesDeleteResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
@@ -11119,6 +11613,11 @@ func (r BackupSchedulesDeleteResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r BackupSchedulesDeleteResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r BackupSchedulesDeleteResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -11177,6 +11676,8 @@ type BackupSchedulesGetResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BackupSchedulesGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11216,6 +11717,11 @@ func (r BackupSchedulesGetResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r BackupSchedulesGetResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r BackupSchedulesGetResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -11278,6 +11784,8 @@ type BackupSchedulesUpdateResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BackupSchedulesUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11327,6 +11835,11 @@ func (r BackupSchedulesUpdateResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r BackupSchedulesUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r BackupSchedulesUpdateResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -11380,13 +11893,15 @@ type BackupsListResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BackupsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11414,7 +11929,7 @@ func (r BackupsListResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r BackupsListResponse) GetJSON404() *NotFound {
+func (r BackupsListResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -11431,6 +11946,11 @@ func (r BackupsListResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r BackupsListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r BackupsListResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -11486,7 +12006,7 @@ type BackupsCreateResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -11495,6 +12015,8 @@ type BackupsCreateResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BackupsCreateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11527,7 +12049,7 @@ func (r BackupsCreateResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r BackupsCreateResponse) GetJSON404() *NotFound {
+func (r BackupsCreateResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -11549,6 +12071,11 @@ func (r BackupsCreateResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r BackupsCreateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r BackupsCreateResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -11597,18 +12124,24 @@ type BackupsDeleteResponse struct {
 	JSON200 *DeleteBackupResponse
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *DeleteBackupResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *BackupNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BackupsDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11623,6 +12156,11 @@ func (r BackupsDeleteResponse) GetJSON200() *DeleteBackupResponse {
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
 func (r BackupsDeleteResponse) GetJSON202() *DeleteBackupResponse {
 	return r.JSON202
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r BackupsDeleteResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -11640,6 +12178,11 @@ func (r BackupsDeleteResponse) GetJSON404() *BackupNotFound {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r BackupsDeleteResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r BackupsDeleteResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
@@ -11653,6 +12196,11 @@ func (r BackupsDeleteResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r BackupsDeleteResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r BackupsDeleteResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -11711,6 +12259,8 @@ type BackupsGetResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *BackupsGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11750,6 +12300,11 @@ func (r BackupsGetResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r BackupsGetResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r BackupsGetResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -11799,13 +12354,15 @@ type VmclustersDiagnosticsResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *VmclustersDiagnosticsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11823,7 +12380,7 @@ func (r VmclustersDiagnosticsResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclustersDiagnosticsResponse) GetJSON404() *NotFound {
+func (r VmclustersDiagnosticsResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -11840,6 +12397,11 @@ func (r VmclustersDiagnosticsResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclustersDiagnosticsResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclustersDiagnosticsResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -11893,13 +12455,15 @@ type VmclustersEventsResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *VmclustersEventsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11927,7 +12491,7 @@ func (r VmclustersEventsResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclustersEventsResponse) GetJSON404() *NotFound {
+func (r VmclustersEventsResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -11944,6 +12508,11 @@ func (r VmclustersEventsResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclustersEventsResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclustersEventsResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -11997,13 +12566,15 @@ type VmclusterOperationsListResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *VmclusterOperationsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12031,7 +12602,7 @@ func (r VmclusterOperationsListResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclusterOperationsListResponse) GetJSON404() *NotFound {
+func (r VmclusterOperationsListResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -12048,6 +12619,11 @@ func (r VmclusterOperationsListResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclusterOperationsListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclusterOperationsListResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -12103,7 +12679,7 @@ type VmclusterOperationsCreateResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -12112,6 +12688,8 @@ type VmclusterOperationsCreateResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *VmclusterOperationsCreateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12144,7 +12722,7 @@ func (r VmclusterOperationsCreateResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclusterOperationsCreateResponse) GetJSON404() *NotFound {
+func (r VmclusterOperationsCreateResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -12166,6 +12744,11 @@ func (r VmclusterOperationsCreateResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclusterOperationsCreateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclusterOperationsCreateResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -12219,13 +12802,17 @@ type VmclusterOperationsCancelResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterOperationNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *VmclusterOperationsCancelResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12253,8 +12840,13 @@ func (r VmclusterOperationsCancelResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclusterOperationsCancelResponse) GetJSON404() *NotFound {
+func (r VmclusterOperationsCancelResponse) GetJSON404() *VMClusterOperationNotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r VmclusterOperationsCancelResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -12270,6 +12862,11 @@ func (r VmclusterOperationsCancelResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclusterOperationsCancelResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclusterOperationsCancelResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -12321,13 +12918,15 @@ type VmclusterOperationsGetResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterOperationNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *VmclusterOperationsGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12350,7 +12949,7 @@ func (r VmclusterOperationsGetResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclusterOperationsGetResponse) GetJSON404() *NotFound {
+func (r VmclusterOperationsGetResponse) GetJSON404() *VMClusterOperationNotFound {
 	return r.JSON404
 }
 
@@ -12367,6 +12966,11 @@ func (r VmclusterOperationsGetResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclusterOperationsGetResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclusterOperationsGetResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -12420,13 +13024,17 @@ type VmclusterOperationsPauseResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterOperationNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *VmclusterOperationsPauseResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12454,8 +13062,13 @@ func (r VmclusterOperationsPauseResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclusterOperationsPauseResponse) GetJSON404() *NotFound {
+func (r VmclusterOperationsPauseResponse) GetJSON404() *VMClusterOperationNotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r VmclusterOperationsPauseResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -12471,6 +13084,11 @@ func (r VmclusterOperationsPauseResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclusterOperationsPauseResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclusterOperationsPauseResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -12524,13 +13142,17 @@ type VmclusterOperationsResumeResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterOperationNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *VmclusterOperationsResumeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12558,8 +13180,13 @@ func (r VmclusterOperationsResumeResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclusterOperationsResumeResponse) GetJSON404() *NotFound {
+func (r VmclusterOperationsResumeResponse) GetJSON404() *VMClusterOperationNotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r VmclusterOperationsResumeResponse) GetJSON409() *Conflict {
+	return r.JSON409
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -12575,6 +13202,11 @@ func (r VmclusterOperationsResumeResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclusterOperationsResumeResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclusterOperationsResumeResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -12628,13 +13260,15 @@ type VmclustersPodsListResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *VmclustersPodsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12662,7 +13296,7 @@ func (r VmclustersPodsListResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclustersPodsListResponse) GetJSON404() *NotFound {
+func (r VmclustersPodsListResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -12679,6 +13313,11 @@ func (r VmclustersPodsListResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclustersPodsListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclustersPodsListResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -12732,13 +13371,15 @@ type VmclustersPodsExecResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *PodNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *VmclustersPodsExecResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12766,7 +13407,7 @@ func (r VmclustersPodsExecResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclustersPodsExecResponse) GetJSON404() *NotFound {
+func (r VmclustersPodsExecResponse) GetJSON404() *PodNotFound {
 	return r.JSON404
 }
 
@@ -12783,6 +13424,11 @@ func (r VmclustersPodsExecResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclustersPodsExecResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclustersPodsExecResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -12834,13 +13480,15 @@ type VmclustersPodsLogsResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *PodNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *VmclustersPodsLogsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12863,7 +13511,7 @@ func (r VmclustersPodsLogsResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclustersPodsLogsResponse) GetJSON404() *NotFound {
+func (r VmclustersPodsLogsResponse) GetJSON404() *PodNotFound {
 	return r.JSON404
 }
 
@@ -12880,6 +13528,11 @@ func (r VmclustersPodsLogsResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclustersPodsLogsResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclustersPodsLogsResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -12931,13 +13584,15 @@ type VmclustersResourcesResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *VmclustersResourcesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12960,7 +13615,7 @@ func (r VmclustersResourcesResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r VmclustersResourcesResponse) GetJSON404() *NotFound {
+func (r VmclustersResourcesResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -12977,6 +13632,11 @@ func (r VmclustersResourcesResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r VmclustersResourcesResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r VmclustersResourcesResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -13030,13 +13690,15 @@ type RestoresListResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RestoresListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13064,7 +13726,7 @@ func (r RestoresListResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r RestoresListResponse) GetJSON404() *NotFound {
+func (r RestoresListResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -13081,6 +13743,11 @@ func (r RestoresListResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r RestoresListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r RestoresListResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -13136,7 +13803,7 @@ type RestoresCreateResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *VMClusterNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -13145,6 +13812,8 @@ type RestoresCreateResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RestoresCreateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13177,7 +13846,7 @@ func (r RestoresCreateResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r RestoresCreateResponse) GetJSON404() *NotFound {
+func (r RestoresCreateResponse) GetJSON404() *VMClusterNotFound {
 	return r.JSON404
 }
 
@@ -13199,6 +13868,11 @@ func (r RestoresCreateResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r RestoresCreateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r RestoresCreateResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -13250,13 +13924,15 @@ type RestoresGetResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *RestoreNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RestoresGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13279,7 +13955,7 @@ func (r RestoresGetResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r RestoresGetResponse) GetJSON404() *NotFound {
+func (r RestoresGetResponse) GetJSON404() *RestoreNotFound {
 	return r.JSON404
 }
 
@@ -13296,6 +13972,11 @@ func (r RestoresGetResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r RestoresGetResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r RestoresGetResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -13321,6 +14002,74 @@ func (r RestoresGetResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RestoresGetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DocsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r DocsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DocsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DocsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DocsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DocsViewerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r DocsViewerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DocsViewerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DocsViewerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DocsViewerResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -13406,11 +14155,11 @@ type OpenapiResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
-	YAML200 *string
+	YAML200 *map[string]interface{}
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
-func (r OpenapiResponse) GetYAML200() *string {
+func (r OpenapiResponse) GetYAML200() *map[string]interface{} {
 	return r.YAML200
 }
 
@@ -13458,7 +14207,7 @@ type AddonsListResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Addons []ClusterAddon `json:"addons,omitempty,omitzero"`
+		Addons []ClusterAddon `json:"addons"`
 	}
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
@@ -13467,9 +14216,11 @@ type AddonsListResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *ClusterNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
 	// JSON502 the response for an HTTP 502 `application/json` response
 	JSON502 *CloudError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -13484,7 +14235,7 @@ type AddonsListResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r AddonsListResponse) GetJSON200() *struct {
-	Addons []ClusterAddon `json:"addons,omitempty,omitzero"`
+	Addons []ClusterAddon `json:"addons"`
 } {
 	return r.JSON200
 }
@@ -13505,13 +14256,18 @@ func (r AddonsListResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r AddonsListResponse) GetJSON404() *NotFound {
+func (r AddonsListResponse) GetJSON404() *ClusterNotFound {
 	return r.JSON404
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r AddonsListResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AddonsListResponse) GetJSON500() *Internal {
+	return r.JSON500
 }
 
 // GetJSON502 returns the response for an HTTP 502 `application/json` response
@@ -13573,7 +14329,7 @@ type NodeGroupsListResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		NodeGroups []NodeGroup `json:"nodeGroups,omitempty,omitzero"`
+		NodeGroups []NodeGroup `json:"nodeGroups"`
 	}
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
@@ -13582,9 +14338,11 @@ type NodeGroupsListResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *ClusterNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
 	// JSON502 the response for an HTTP 502 `application/json` response
 	JSON502 *CloudError
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -13599,7 +14357,7 @@ type NodeGroupsListResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r NodeGroupsListResponse) GetJSON200() *struct {
-	NodeGroups []NodeGroup `json:"nodeGroups,omitempty,omitzero"`
+	NodeGroups []NodeGroup `json:"nodeGroups"`
 } {
 	return r.JSON200
 }
@@ -13620,13 +14378,18 @@ func (r NodeGroupsListResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r NodeGroupsListResponse) GetJSON404() *NotFound {
+func (r NodeGroupsListResponse) GetJSON404() *ClusterNotFound {
 	return r.JSON404
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r NodeGroupsListResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r NodeGroupsListResponse) GetJSON500() *Internal {
+	return r.JSON500
 }
 
 // GetJSON502 returns the response for an HTTP 502 `application/json` response
@@ -13696,6 +14459,10 @@ type ProvidersListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ProvidersListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13725,6 +14492,16 @@ func (r ProvidersListResponse) GetJSON429() *TooManyRequests {
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r ProvidersListResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ProvidersListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ProvidersListResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -13783,6 +14560,8 @@ type UpgradeOperationsListResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpgradeOperationsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13822,6 +14601,11 @@ func (r UpgradeOperationsListResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r UpgradeOperationsListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r UpgradeOperationsListResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -13876,14 +14660,20 @@ type UpgradeOperationsCreateResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ClusterNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON502 the response for an HTTP 502 `application/json` response
+	JSON502 *CloudError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *CloudTimeout
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpgradeOperationsCreateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13915,6 +14705,11 @@ func (r UpgradeOperationsCreateResponse) GetJSON403() *PermissionDenied {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpgradeOperationsCreateResponse) GetJSON404() *ClusterNotFound {
+	return r.JSON404
+}
+
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
 func (r UpgradeOperationsCreateResponse) GetJSON409() *Conflict {
 	return r.JSON409
@@ -13930,9 +14725,19 @@ func (r UpgradeOperationsCreateResponse) GetJSON500() *Internal {
 	return r.JSON500
 }
 
+// GetJSON502 returns the response for an HTTP 502 `application/json` response
+func (r UpgradeOperationsCreateResponse) GetJSON502() *CloudError {
+	return r.JSON502
+}
+
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r UpgradeOperationsCreateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r UpgradeOperationsCreateResponse) GetJSON504() *CloudTimeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -13987,12 +14792,20 @@ type UpgradeOperationsDryRunResponse struct {
 	JSON401 *Unauthenticated
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ClusterNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON502 the response for an HTTP 502 `application/json` response
+	JSON502 *CloudError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *CloudTimeout
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpgradeOperationsDryRunResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14024,6 +14837,16 @@ func (r UpgradeOperationsDryRunResponse) GetJSON403() *PermissionDenied {
 	return r.JSON403
 }
 
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpgradeOperationsDryRunResponse) GetJSON404() *ClusterNotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpgradeOperationsDryRunResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r UpgradeOperationsDryRunResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
@@ -14034,9 +14857,19 @@ func (r UpgradeOperationsDryRunResponse) GetJSON500() *Internal {
 	return r.JSON500
 }
 
+// GetJSON502 returns the response for an HTTP 502 `application/json` response
+func (r UpgradeOperationsDryRunResponse) GetJSON502() *CloudError {
+	return r.JSON502
+}
+
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r UpgradeOperationsDryRunResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r UpgradeOperationsDryRunResponse) GetJSON504() *CloudTimeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -14090,13 +14923,17 @@ type UpgradeOperationsPreflightResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *ClusterNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON502 the response for an HTTP 502 `application/json` response
+	JSON502 *CloudError
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *CloudTimeout
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpgradeOperationsPreflightResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14124,7 +14961,7 @@ func (r UpgradeOperationsPreflightResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r UpgradeOperationsPreflightResponse) GetJSON404() *NotFound {
+func (r UpgradeOperationsPreflightResponse) GetJSON404() *ClusterNotFound {
 	return r.JSON404
 }
 
@@ -14138,9 +14975,19 @@ func (r UpgradeOperationsPreflightResponse) GetJSON500() *Internal {
 	return r.JSON500
 }
 
+// GetJSON502 returns the response for an HTTP 502 `application/json` response
+func (r UpgradeOperationsPreflightResponse) GetJSON502() *CloudError {
+	return r.JSON502
+}
+
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r UpgradeOperationsPreflightResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r UpgradeOperationsPreflightResponse) GetJSON504() *CloudTimeout {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -14194,7 +15041,7 @@ type UpgradeOperationsDeleteResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *UpgradeOperationNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -14203,6 +15050,8 @@ type UpgradeOperationsDeleteResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpgradeOperationsDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14230,7 +15079,7 @@ func (r UpgradeOperationsDeleteResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r UpgradeOperationsDeleteResponse) GetJSON404() *NotFound {
+func (r UpgradeOperationsDeleteResponse) GetJSON404() *UpgradeOperationNotFound {
 	return r.JSON404
 }
 
@@ -14252,6 +15101,11 @@ func (r UpgradeOperationsDeleteResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r UpgradeOperationsDeleteResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r UpgradeOperationsDeleteResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -14303,13 +15157,15 @@ type UpgradeOperationsGetResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *UpgradeOperationNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpgradeOperationsGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14332,7 +15188,7 @@ func (r UpgradeOperationsGetResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r UpgradeOperationsGetResponse) GetJSON404() *NotFound {
+func (r UpgradeOperationsGetResponse) GetJSON404() *UpgradeOperationNotFound {
 	return r.JSON404
 }
 
@@ -14349,6 +15205,11 @@ func (r UpgradeOperationsGetResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r UpgradeOperationsGetResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r UpgradeOperationsGetResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -14402,7 +15263,7 @@ type UpgradeOperationsApproveResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *UpgradeOperationNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -14411,6 +15272,8 @@ type UpgradeOperationsApproveResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpgradeOperationsApproveResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14438,7 +15301,7 @@ func (r UpgradeOperationsApproveResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r UpgradeOperationsApproveResponse) GetJSON404() *NotFound {
+func (r UpgradeOperationsApproveResponse) GetJSON404() *UpgradeOperationNotFound {
 	return r.JSON404
 }
 
@@ -14460,6 +15323,11 @@ func (r UpgradeOperationsApproveResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r UpgradeOperationsApproveResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r UpgradeOperationsApproveResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -14513,13 +15381,15 @@ type UpgradeOperationsEventsResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *UpgradeOperationNotFound
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpgradeOperationsEventsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14547,7 +15417,7 @@ func (r UpgradeOperationsEventsResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r UpgradeOperationsEventsResponse) GetJSON404() *NotFound {
+func (r UpgradeOperationsEventsResponse) GetJSON404() *UpgradeOperationNotFound {
 	return r.JSON404
 }
 
@@ -14564,6 +15434,11 @@ func (r UpgradeOperationsEventsResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r UpgradeOperationsEventsResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r UpgradeOperationsEventsResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -14615,7 +15490,7 @@ type UpgradeOperationsPauseResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *UpgradeOperationNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -14624,6 +15499,8 @@ type UpgradeOperationsPauseResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpgradeOperationsPauseResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14646,7 +15523,7 @@ func (r UpgradeOperationsPauseResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r UpgradeOperationsPauseResponse) GetJSON404() *NotFound {
+func (r UpgradeOperationsPauseResponse) GetJSON404() *UpgradeOperationNotFound {
 	return r.JSON404
 }
 
@@ -14668,6 +15545,11 @@ func (r UpgradeOperationsPauseResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r UpgradeOperationsPauseResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r UpgradeOperationsPauseResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -14719,7 +15601,7 @@ type UpgradeOperationsResumeResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *PermissionDenied
 	// JSON404 the response for an HTTP 404 `application/json` response
-	JSON404 *NotFound
+	JSON404 *UpgradeOperationNotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
 	JSON409 *Conflict
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -14728,6 +15610,8 @@ type UpgradeOperationsResumeResponse struct {
 	JSON500 *Internal
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *DeadlineExceeded
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpgradeOperationsResumeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14750,7 +15634,7 @@ func (r UpgradeOperationsResumeResponse) GetJSON403() *PermissionDenied {
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
-func (r UpgradeOperationsResumeResponse) GetJSON404() *NotFound {
+func (r UpgradeOperationsResumeResponse) GetJSON404() *UpgradeOperationNotFound {
 	return r.JSON404
 }
 
@@ -14772,6 +15656,11 @@ func (r UpgradeOperationsResumeResponse) GetJSON500() *Internal {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r UpgradeOperationsResumeResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r UpgradeOperationsResumeResponse) GetJSON504() *DeadlineExceeded {
+	return r.JSON504
 }
 
 // GetBody returns the raw response body bytes
@@ -15874,6 +16763,39 @@ func (c *ClientWithResponses) RestoresGetWithResponse(ctx context.Context, vmclu
 	return ParseRestoresGetResponse(rsp)
 }
 
+// DocsWithResponse This document as a browsable API reference.
+//
+// An HTML page that renders this document with Redoc. Everything it
+// needs is in ops-apiserver's binary: the document is inlined, the
+// viewer's script is `/docs/redoc.standalone.js`, and the page's
+// Content-Security-Policy lets the browser load nothing else.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /docs (the `Docs` operationId).
+func (c *ClientWithResponses) DocsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DocsResponse, error) {
+	rsp, err := c.Docs(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDocsResponse(rsp)
+}
+
+// DocsViewerWithResponse The script of the API reference page.
+//
+// Redoc's standalone bundle (hack/docsviewer/update.sh records its version and integrity).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /docs/redoc.standalone.js (the `DocsViewer` operationId).
+func (c *ClientWithResponses) DocsViewerWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DocsViewerResponse, error) {
+	rsp, err := c.DocsViewer(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDocsViewerResponse(rsp)
+}
+
 // HealthzWithResponse Liveness.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -16325,6 +17247,13 @@ func ParseBootstrapGetResponse(rsp *http.Response) (*BootstrapGetResponse, error
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -16415,6 +17344,13 @@ func ParseComponentsListResponse(rsp *http.Response) (*ComponentsListResponse, e
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -16514,6 +17450,13 @@ func ParseComponentsCreateResponse(rsp *http.Response) (*ComponentsCreateRespons
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -16595,7 +17538,7 @@ func ParseComponentsDeleteResponse(rsp *http.Response) (*ComponentsDeleteRespons
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest ComponentNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16635,6 +17578,13 @@ func ParseComponentsDeleteResponse(rsp *http.Response) (*ComponentsDeleteRespons
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -16700,7 +17650,7 @@ func ParseComponentsGetResponse(rsp *http.Response) (*ComponentsGetResponse, err
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest ComponentNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16726,6 +17676,13 @@ func ParseComponentsGetResponse(rsp *http.Response) (*ComponentsGetResponse, err
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -16808,7 +17765,7 @@ func ParseComponentsUpdateResponse(rsp *http.Response) (*ComponentsUpdateRespons
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest ComponentNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -16848,6 +17805,13 @@ func ParseComponentsUpdateResponse(rsp *http.Response) (*ComponentsUpdateRespons
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -16950,6 +17914,16 @@ func ParseVmclustersListResponse(rsp *http.Response) (*VmclustersListResponse, e
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
+
 	}
 
 	switch {
@@ -17048,6 +18022,13 @@ func ParseVmclustersCreateResponse(rsp *http.Response) (*VmclustersCreateRespons
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -17129,7 +18110,7 @@ func ParseVmclustersDeleteResponse(rsp *http.Response) (*VmclustersDeleteRespons
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17169,6 +18150,13 @@ func ParseVmclustersDeleteResponse(rsp *http.Response) (*VmclustersDeleteRespons
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -17234,7 +18222,7 @@ func ParseVmclustersGetResponse(rsp *http.Response) (*VmclustersGetResponse, err
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17260,6 +18248,13 @@ func ParseVmclustersGetResponse(rsp *http.Response) (*VmclustersGetResponse, err
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -17342,7 +18337,7 @@ func ParseVmclustersUpdateResponse(rsp *http.Response) (*VmclustersUpdateRespons
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17382,6 +18377,13 @@ func ParseVmclustersUpdateResponse(rsp *http.Response) (*VmclustersUpdateRespons
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -17464,7 +18466,7 @@ func ParseBackupSchedulesListResponse(rsp *http.Response) (*BackupSchedulesListR
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17490,6 +18492,13 @@ func ParseBackupSchedulesListResponse(rsp *http.Response) (*BackupSchedulesListR
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -17569,7 +18578,7 @@ func ParseBackupSchedulesCreateResponse(rsp *http.Response) (*BackupSchedulesCre
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17602,6 +18611,13 @@ func ParseBackupSchedulesCreateResponse(rsp *http.Response) (*BackupSchedulesCre
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -17652,6 +18668,13 @@ func ParseBackupSchedulesDeleteResponse(rsp *http.Response) (*BackupSchedulesDel
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthenticated
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17673,6 +18696,13 @@ func ParseBackupSchedulesDeleteResponse(rsp *http.Response) (*BackupSchedulesDel
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17693,6 +18723,13 @@ func ParseBackupSchedulesDeleteResponse(rsp *http.Response) (*BackupSchedulesDel
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -17784,6 +18821,13 @@ func ParseBackupSchedulesGetResponse(rsp *http.Response) (*BackupSchedulesGetRes
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -17890,6 +18934,13 @@ func ParseBackupSchedulesUpdateResponse(rsp *http.Response) (*BackupSchedulesUpd
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -17961,7 +19012,7 @@ func ParseBackupsListResponse(rsp *http.Response) (*BackupsListResponse, error) 
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -17987,6 +19038,16 @@ func ParseBackupsListResponse(rsp *http.Response) (*BackupsListResponse, error) 
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
 
 	}
 
@@ -18066,7 +19127,7 @@ func ParseBackupsCreateResponse(rsp *http.Response) (*BackupsCreateResponse, err
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18099,6 +19160,13 @@ func ParseBackupsCreateResponse(rsp *http.Response) (*BackupsCreateResponse, err
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -18156,6 +19224,13 @@ func ParseBackupsDeleteResponse(rsp *http.Response) (*BackupsDeleteResponse, err
 		}
 		response.JSON202 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthenticated
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18177,6 +19252,13 @@ func ParseBackupsDeleteResponse(rsp *http.Response) (*BackupsDeleteResponse, err
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18197,6 +19279,13 @@ func ParseBackupsDeleteResponse(rsp *http.Response) (*BackupsDeleteResponse, err
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -18289,6 +19378,13 @@ func ParseBackupsGetResponse(rsp *http.Response) (*BackupsGetResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -18346,7 +19442,7 @@ func ParseVmclustersDiagnosticsResponse(rsp *http.Response) (*VmclustersDiagnost
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18372,6 +19468,13 @@ func ParseVmclustersDiagnosticsResponse(rsp *http.Response) (*VmclustersDiagnost
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -18444,7 +19547,7 @@ func ParseVmclustersEventsResponse(rsp *http.Response) (*VmclustersEventsRespons
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18470,6 +19573,13 @@ func ParseVmclustersEventsResponse(rsp *http.Response) (*VmclustersEventsRespons
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -18542,7 +19652,7 @@ func ParseVmclusterOperationsListResponse(rsp *http.Response) (*VmclusterOperati
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18568,6 +19678,13 @@ func ParseVmclusterOperationsListResponse(rsp *http.Response) (*VmclusterOperati
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -18647,7 +19764,7 @@ func ParseVmclusterOperationsCreateResponse(rsp *http.Response) (*VmclusterOpera
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18680,6 +19797,13 @@ func ParseVmclusterOperationsCreateResponse(rsp *http.Response) (*VmclusterOpera
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -18752,11 +19876,18 @@ func ParseVmclusterOperationsCancelResponse(rsp *http.Response) (*VmclusterOpera
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterOperationNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -18778,6 +19909,13 @@ func ParseVmclusterOperationsCancelResponse(rsp *http.Response) (*VmclusterOpera
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -18843,7 +19981,7 @@ func ParseVmclusterOperationsGetResponse(rsp *http.Response) (*VmclusterOperatio
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterOperationNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -18869,6 +20007,13 @@ func ParseVmclusterOperationsGetResponse(rsp *http.Response) (*VmclusterOperatio
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -18941,11 +20086,18 @@ func ParseVmclusterOperationsPauseResponse(rsp *http.Response) (*VmclusterOperat
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterOperationNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -18967,6 +20119,13 @@ func ParseVmclusterOperationsPauseResponse(rsp *http.Response) (*VmclusterOperat
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -19039,11 +20198,18 @@ func ParseVmclusterOperationsResumeResponse(rsp *http.Response) (*VmclusterOpera
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterOperationNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -19065,6 +20231,13 @@ func ParseVmclusterOperationsResumeResponse(rsp *http.Response) (*VmclusterOpera
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -19137,7 +20310,7 @@ func ParseVmclustersPodsListResponse(rsp *http.Response) (*VmclustersPodsListRes
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19163,6 +20336,13 @@ func ParseVmclustersPodsListResponse(rsp *http.Response) (*VmclustersPodsListRes
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -19235,7 +20415,7 @@ func ParseVmclustersPodsExecResponse(rsp *http.Response) (*VmclustersPodsExecRes
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest PodNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19261,6 +20441,13 @@ func ParseVmclustersPodsExecResponse(rsp *http.Response) (*VmclustersPodsExecRes
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -19326,7 +20513,7 @@ func ParseVmclustersPodsLogsResponse(rsp *http.Response) (*VmclustersPodsLogsRes
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest PodNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19352,6 +20539,13 @@ func ParseVmclustersPodsLogsResponse(rsp *http.Response) (*VmclustersPodsLogsRes
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -19417,7 +20611,7 @@ func ParseVmclustersResourcesResponse(rsp *http.Response) (*VmclustersResourcesR
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19443,6 +20637,13 @@ func ParseVmclustersResourcesResponse(rsp *http.Response) (*VmclustersResourcesR
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -19515,7 +20716,7 @@ func ParseRestoresListResponse(rsp *http.Response) (*RestoresListResponse, error
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19541,6 +20742,13 @@ func ParseRestoresListResponse(rsp *http.Response) (*RestoresListResponse, error
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -19620,7 +20828,7 @@ func ParseRestoresCreateResponse(rsp *http.Response) (*RestoresCreateResponse, e
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest VMClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19653,6 +20861,13 @@ func ParseRestoresCreateResponse(rsp *http.Response) (*RestoresCreateResponse, e
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -19718,7 +20933,7 @@ func ParseRestoresGetResponse(rsp *http.Response) (*RestoresGetResponse, error) 
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest RestoreNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19745,6 +20960,13 @@ func ParseRestoresGetResponse(rsp *http.Response) (*RestoresGetResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -19768,6 +20990,38 @@ func ParseRestoresGetResponse(rsp *http.Response) (*RestoresGetResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDocsResponse parses an HTTP response from a DocsWithResponse call
+func ParseDocsResponse(rsp *http.Response) (*DocsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DocsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseDocsViewerResponse parses an HTTP response from a DocsViewerWithResponse call
+func ParseDocsViewerResponse(rsp *http.Response) (*DocsViewerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DocsViewerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
 	}
 
 	return response, nil
@@ -19830,7 +21084,7 @@ func ParseOpenapiResponse(rsp *http.Response) (*OpenapiResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
-		var dest string
+		var dest map[string]interface{}
 		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19857,7 +21111,7 @@ func ParseAddonsListResponse(rsp *http.Response) (*AddonsListResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Addons []ClusterAddon `json:"addons,omitempty,omitzero"`
+			Addons []ClusterAddon `json:"addons"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -19886,7 +21140,7 @@ func ParseAddonsListResponse(rsp *http.Response) (*AddonsListResponse, error) {
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest ClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -19898,6 +21152,13 @@ func ParseAddonsListResponse(rsp *http.Response) (*AddonsListResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
 		var dest CloudError
@@ -19964,7 +21225,7 @@ func ParseNodeGroupsListResponse(rsp *http.Response) (*NodeGroupsListResponse, e
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			NodeGroups []NodeGroup `json:"nodeGroups,omitempty,omitzero"`
+			NodeGroups []NodeGroup `json:"nodeGroups"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -19993,7 +21254,7 @@ func ParseNodeGroupsListResponse(rsp *http.Response) (*NodeGroupsListResponse, e
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest ClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20005,6 +21266,13 @@ func ParseNodeGroupsListResponse(rsp *http.Response) (*NodeGroupsListResponse, e
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
 		var dest CloudError
@@ -20104,6 +21372,20 @@ func ParseProvidersListResponse(rsp *http.Response) (*ProvidersListResponse, err
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
 	}
 
 	switch {
@@ -20195,6 +21477,16 @@ func ParseUpgradeOperationsListResponse(rsp *http.Response) (*UpgradeOperationsL
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/event-stream) unsupported
+
 	}
 
 	switch {
@@ -20272,6 +21564,13 @@ func ParseUpgradeOperationsCreateResponse(rsp *http.Response) (*UpgradeOperation
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ClusterNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20293,12 +21592,26 @@ func ParseUpgradeOperationsCreateResponse(rsp *http.Response) (*UpgradeOperation
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest CloudError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON502 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest CloudTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -20377,6 +21690,20 @@ func ParseUpgradeOperationsDryRunResponse(rsp *http.Response) (*UpgradeOperation
 		}
 		response.JSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ClusterNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20391,12 +21718,26 @@ func ParseUpgradeOperationsDryRunResponse(rsp *http.Response) (*UpgradeOperation
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest CloudError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON502 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest CloudTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -20469,7 +21810,7 @@ func ParseUpgradeOperationsPreflightResponse(rsp *http.Response) (*UpgradeOperat
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest ClusterNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20489,12 +21830,26 @@ func ParseUpgradeOperationsPreflightResponse(rsp *http.Response) (*UpgradeOperat
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 502:
+		var dest CloudError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON502 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest CloudTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -20567,7 +21922,7 @@ func ParseUpgradeOperationsDeleteResponse(rsp *http.Response) (*UpgradeOperation
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest UpgradeOperationNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20600,6 +21955,13 @@ func ParseUpgradeOperationsDeleteResponse(rsp *http.Response) (*UpgradeOperation
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -20665,7 +22027,7 @@ func ParseUpgradeOperationsGetResponse(rsp *http.Response) (*UpgradeOperationsGe
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest UpgradeOperationNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20691,6 +22053,13 @@ func ParseUpgradeOperationsGetResponse(rsp *http.Response) (*UpgradeOperationsGe
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -20763,7 +22132,7 @@ func ParseUpgradeOperationsApproveResponse(rsp *http.Response) (*UpgradeOperatio
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest UpgradeOperationNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20796,6 +22165,13 @@ func ParseUpgradeOperationsApproveResponse(rsp *http.Response) (*UpgradeOperatio
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -20868,7 +22244,7 @@ func ParseUpgradeOperationsEventsResponse(rsp *http.Response) (*UpgradeOperation
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest UpgradeOperationNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20894,6 +22270,13 @@ func ParseUpgradeOperationsEventsResponse(rsp *http.Response) (*UpgradeOperation
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -20959,7 +22342,7 @@ func ParseUpgradeOperationsPauseResponse(rsp *http.Response) (*UpgradeOperations
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest UpgradeOperationNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -20992,6 +22375,13 @@ func ParseUpgradeOperationsPauseResponse(rsp *http.Response) (*UpgradeOperations
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
@@ -21057,7 +22447,7 @@ func ParseUpgradeOperationsResumeResponse(rsp *http.Response) (*UpgradeOperation
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
+		var dest UpgradeOperationNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -21090,6 +22480,13 @@ func ParseUpgradeOperationsResumeResponse(rsp *http.Response) (*UpgradeOperation
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest DeadlineExceeded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
 
 	}
 
