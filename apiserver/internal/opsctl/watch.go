@@ -18,8 +18,8 @@ import (
 // UpgradeSource yields the successive states of one upgrade operation.
 // Next blocks until there is a state after the one it returned last (the
 // first call: the current state) and returns it; a source may return an
-// unchanged state (a poll). The polling source is NewPollingSource; a
-// server-sent-event source (GET …?watch=true) implements the same.
+// unchanged state (a poll). NewStreamSource follows the watch stream
+// (GET …?watch=true), NewPollingSource polls.
 type UpgradeSource interface {
 	Next(ctx context.Context) (*client.UpgradeOperation, error)
 }
@@ -45,7 +45,12 @@ func (s *pollingSource) Next(ctx context.Context) (*client.UpgradeOperation, err
 		}
 	}
 	s.polled = true
-	resp, err := s.c.UpgradeOperationsGet(ctx, client.UpgradeOperationID(s.id))
+	return getUpgrade(ctx, s.c, s.id)
+}
+
+// getUpgrade GETs one upgrade operation.
+func getUpgrade(ctx context.Context, c *client.Client, id string) (*client.UpgradeOperation, error) {
+	resp, err := c.UpgradeOperationsGet(ctx, client.UpgradeOperationID(id))
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +77,9 @@ func (g *globals) watchUpgrade(cmd *cobra.Command, id string, timeout time.Durat
 	if err != nil {
 		return err
 	}
-	ctx := ctxOf(cmd)
+	// Cancelled on return: ends a source's stream.
+	ctx, cancel := context.WithCancel(ctxOf(cmd))
+	defer cancel()
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
@@ -80,7 +87,7 @@ func (g *globals) watchUpgrade(cmd *cobra.Command, id string, timeout time.Durat
 	}
 	newSource := g.io.NewUpgradeSource
 	if newSource == nil {
-		newSource = NewPollingSource
+		newSource = NewStreamSource
 	}
 	src := newSource(c, id, g.io.PollInterval)
 	var view upgradeView
