@@ -165,6 +165,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building Kubernetes client: %w", err)
 	}
+	// Every write of every resource carries the configured field manager:
+	// the services are handed this client, none names a manager itself.
+	kube = client.WithFieldOwner(kube, cfg.FieldManager)
 	a.cache, err = cache.New(restCfg, cache.Options{
 		Scheme:            scheme,
 		DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}, cfg.Upgrades.Namespace: {}, cfg.Backups.Namespace: {}},
@@ -240,7 +243,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	svc := &vmclusters.Service{
 		Store: &vmclusters.KubeStore{
-			Cache: a.cache, Index: releases, Client: kube, Namespace: cfg.Namespace, FieldManager: cfg.FieldManager,
+			Cache: a.cache, Index: releases, Client: kube, Namespace: cfg.Namespace,
 			CacheWait: 5 * time.Second,
 		},
 		Translator: vmclusters.Translator{Namespace: cfg.Namespace, Chart: source, Flux: cfg.Flux, Endpoints: endpoints},
@@ -254,7 +257,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	comps := &components.Service{
 		Store: &vmclusters.KubeStore{
-			Cache: a.cache, Index: releases, Client: kube, Namespace: cfg.Namespace, FieldManager: cfg.FieldManager,
+			Cache: a.cache, Index: releases, Client: kube, Namespace: cfg.Namespace,
 			CacheWait: 5 * time.Second, SourceLabels: components.Labels,
 		},
 		Catalog: catalog, Namespace: cfg.Namespace, Flux: cfg.Flux,
@@ -295,13 +298,19 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildinfo.Collector())
 	reg.MustRegister(a.watches.Collectors()...)
+	query, err := openapi.QueryParameters(openapi.Document)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
 	a.echo, err = server.New(server.Options{
-		Logger:         a.log,
-		Registry:       reg,
-		MaxBodyBytes:   cfg.MaxRequestBodyBytes,
-		RequestTimeout: cfg.RequestTimeout.Duration,
-		Ready:          a.ready,
-		Guard:          guard.Middleware,
+		QueryParameters: query,
+		Logger:          a.log,
+		Registry:        reg,
+		MaxBodyBytes:    cfg.MaxRequestBodyBytes,
+		RequestTimeout:  cfg.RequestTimeout.Duration,
+		Ready:           a.ready,
+		Guard:           guard.Middleware,
 	}, a.apis...)
 	if err != nil {
 		a.close()

@@ -48,10 +48,6 @@ func (u *User) key() string {
 	return b.String()
 }
 
-// AnnotationInitiatedBy records, on the objects a request creates, the
-// name of the authenticated caller.
-const AnnotationInitiatedBy = "ops.observability.tidbcloud.com/initiated-by"
-
 type userKey struct{}
 
 // WithUser returns ctx carrying u.

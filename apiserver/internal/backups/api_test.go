@@ -89,7 +89,7 @@ func newAPI(t *testing.T, o apiOptions) *api {
 		backupNS = env.NewNamespace(t)
 	}
 	vm := &vmclusters.Service{
-		Store: &vmclusters.KubeStore{Cache: informers, Client: env.Client, Namespace: ns, FieldManager: "ops-server", CacheWait: 10 * time.Second},
+		Store: &vmclusters.KubeStore{Cache: informers, Client: client.WithFieldOwner(env.Client, "ops-server"), Namespace: ns, CacheWait: 10 * time.Second},
 		Translator: vmclusters.Translator{
 			Namespace: ns, Chart: vmclusters.ChartSource{Name: "vmcluster", DefaultVersion: "0.1.0", URL: "http://127.0.0.1:1"},
 			Flux: config.Default().Flux,
@@ -242,11 +242,9 @@ func TestCreateWithServerDefaults(t *testing.T) {
 			CredentialsSecretRef: &opsv1.SecretKeyReference{Name: "backup-credentials", Key: "credentials"}},
 		DeletionPolicy: opsv1.DeletionPolicyRetain,
 	}))
-	g.Expect(obj.Labels).To(HaveKeyWithValue(backups.LabelVMClusterID, id))
+	g.Expect(obj.Labels).To(HaveKeyWithValue(opsv1.LabelVMClusterID, id))
 	g.Expect(obj.Labels).To(HaveKeyWithValue(vmclusters.LabelVMCluster, "vmcluster"))
 	g.Expect(obj.Annotations).To(HaveKeyWithValue("ops.observability.tidbcloud.com/initiated-by", caller))
-	g.Expect(obj.ManagedFields).NotTo(BeEmpty())
-	g.Expect(obj.ManagedFields[0].Manager).To(Equal(backups.FieldManager))
 
 	// Read after write, from the cache, by name and by id; the vmcluster
 	// by name or by id.

@@ -5,16 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 
-	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
-	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -78,15 +75,6 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("accepted by the REST validation but refused on create: %v\nbody: %s", cerr, body)
 		}
 	})
-}
-
-// TestAnnotationKeys: the backups record the caller and the idempotency
-// key under the same annotations as the upgrades and the auth layer.
-func TestAnnotationKeys(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(backups.AnnotationInitiatedBy).To(Equal(upgrades.AnnotationInitiatedBy))
-	g.Expect(backups.AnnotationInitiatedBy).To(Equal(auth.AnnotationInitiatedBy))
-	g.Expect(backups.AnnotationIdempotencyKey).To(Equal(upgrades.AnnotationIdempotencyKey))
 }
 
 // FuzzDecodeSchedule: the backup schedule request decoder never panics,

@@ -298,21 +298,21 @@ func (s *Service) CreateSchedule(ctx context.Context, vmclusterID string, req *S
 		Spec:       scheduleSpec(t, dest, req),
 	}
 	if key != "" {
-		obj.Annotations[AnnotationIdempotencyKey] = key
+		obj.Annotations[opsv1.AnnotationIdempotencyKey] = key
 	}
 	if s.Caller != nil {
 		if who := s.Caller(ctx); who != "" {
-			obj.Annotations[AnnotationInitiatedBy] = who
+			obj.Annotations[opsv1.AnnotationInitiatedBy] = who
 		}
 	}
-	if err := s.Writer.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+	if err := s.Writer.Create(ctx, obj); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			existing := &opsv1.ClusterBackupSchedule{}
 			if gerr := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); gerr != nil {
 				return BackupSchedule{}, false, apierror.FromKubernetes(gerr)
 			}
-			if key != "" && existing.Annotations[AnnotationIdempotencyKey] == key &&
-				existing.Labels[LabelVMClusterID] == obj.Labels[LabelVMClusterID] && equality.Semantic.DeepEqual(existing.Spec, obj.Spec) {
+			if key != "" && existing.Annotations[opsv1.AnnotationIdempotencyKey] == key &&
+				existing.Labels[opsv1.LabelVMClusterID] == obj.Labels[opsv1.LabelVMClusterID] && equality.Semantic.DeepEqual(existing.Spec, obj.Spec) {
 				return toSchedule(existing), false, nil
 			}
 			return BackupSchedule{}, false, apierror.AlreadyExists(apierror.ReasonAlreadyExists,
@@ -438,7 +438,7 @@ func (s *Service) UpdateSchedule(ctx context.Context, vmclusterID, id string, re
 	updated.Spec.VMCluster = obj.Spec.VMCluster
 	// A merge patch with the object's resourceVersion: a concurrent change
 	// is a 409, never silently overwritten.
-	if err := s.Writer.Patch(ctx, updated, client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
+	if err := s.Writer.Patch(ctx, updated, client.MergeFromWithOptions(obj, client.MergeFromWithOptimisticLock{})); err != nil {
 		return BackupSchedule{}, apierror.FromKubernetes(err)
 	}
 	auth.RecordTarget(ctx, scheduleRef(updated), "UpdatedThroughAPI", "Updated")
@@ -490,7 +490,7 @@ func toSchedule(o *opsv1.ClusterBackupSchedule) BackupSchedule {
 		Name:            vmclusters.CollectionPrefix + vm + "/" + SchedulesCollectionID + "/" + o.Name,
 		ID:              string(o.UID),
 		VMCluster:       vmclusters.CollectionPrefix + vm,
-		VMClusterID:     o.Labels[LabelVMClusterID],
+		VMClusterID:     o.Labels[opsv1.LabelVMClusterID],
 		Target:          ObjectRef{Namespace: ns, Name: name},
 		Schedule:        o.Spec.Schedule,
 		Destination:     Destination{URL: o.Spec.Destination.URL},

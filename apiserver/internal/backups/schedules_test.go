@@ -63,7 +63,7 @@ func TestScheduleLifecycle(t *testing.T) {
 		Schedule: "0 3 * * *", VMCluster: opsv1.VMClusterReference{Namespace: a.ns, Name: "vmcluster"},
 		Destination: opsv1.BackupDestination{URL: "fs:///backups/dev"}, KeepLast: ptr.To[int32](7), KeepDays: ptr.To[int32](30),
 	}))
-	g.Expect(obj.Labels).To(HaveKeyWithValue(backups.LabelVMClusterID, id))
+	g.Expect(obj.Labels).To(HaveKeyWithValue(opsv1.LabelVMClusterID, id))
 	g.Expect(obj.Labels).To(HaveKeyWithValue(vmclusters.LabelVMCluster, "vmcluster"))
 
 	// The retry: the same schedule, 200; the same name without the key: 409.

@@ -26,9 +26,6 @@ import (
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
-// FieldManager is the field manager of ops-apiserver's writes.
-const FieldManager = "ops-server"
-
 // Reasons of the backup errors (ErrorInfo.reason).
 const (
 	ReasonNotFound          = "BACKUP_NOT_FOUND"
@@ -183,16 +180,16 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 	}
 	if key != "" {
 		obj.Name = keyName(key)
-		obj.Annotations[AnnotationIdempotencyKey] = key
+		obj.Annotations[opsv1.AnnotationIdempotencyKey] = key
 	} else {
 		obj.GenerateName = generateName(t.Name)
 	}
 	if s.Caller != nil {
 		if who := s.Caller(ctx); who != "" {
-			obj.Annotations[AnnotationInitiatedBy] = who
+			obj.Annotations[opsv1.AnnotationInitiatedBy] = who
 		}
 	}
-	if err := s.Writer.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+	if err := s.Writer.Create(ctx, obj); err != nil {
 		if apierrors.IsAlreadyExists(err) && key != "" {
 			return s.createExisting(ctx, obj, key)
 		}
@@ -219,8 +216,8 @@ func (s *Service) createExisting(ctx context.Context, obj *opsv1.ClusterBackup, 
 	if err := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
 		return Backup{}, false, apierror.FromKubernetes(err)
 	}
-	if existing.Annotations[AnnotationIdempotencyKey] == key &&
-		existing.Labels[LabelVMClusterID] == obj.Labels[LabelVMClusterID] &&
+	if existing.Annotations[opsv1.AnnotationIdempotencyKey] == key &&
+		existing.Labels[opsv1.LabelVMClusterID] == obj.Labels[opsv1.LabelVMClusterID] &&
 		equality.Semantic.DeepEqual(specForCompare(existing.Spec), specForCompare(obj.Spec)) {
 		return toBackup(existing), false, nil
 	}
@@ -295,7 +292,7 @@ func (t target) selector() map[string]string {
 	if t.Gone && t.ID == "" {
 		return map[string]string{vmclusters.LabelVMCluster: t.Name}
 	}
-	return map[string]string{LabelVMClusterID: t.ID}
+	return map[string]string{opsv1.LabelVMClusterID: t.ID}
 }
 
 // key identifies t in page tokens.

@@ -13,17 +13,6 @@ import (
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
-// Labels and annotations ops-apiserver sets on the ClusterBackups it
-// creates. The annotations are the same as the upgrades API's
-// (upgrades.AnnotationInitiatedBy, upgrades.AnnotationIdempotencyKey).
-const (
-	// LabelVMClusterID is the id (HelmRelease UID) of the vmcluster backed
-	// up; the list selects on it.
-	LabelVMClusterID         = "ops.observability.tidbcloud.com/vmcluster-id"
-	AnnotationInitiatedBy    = "ops.observability.tidbcloud.com/initiated-by"
-	AnnotationIdempotencyKey = "ops.observability.tidbcloud.com/idempotency-key"
-)
-
 // target is the vmcluster a backup is for, and the VMCluster object its
 // chart creates: named after the release, in the release namespace.
 type target struct {
@@ -48,7 +37,7 @@ func targetOf(v vmclusters.VMCluster) target {
 // objectLabels are the labels of a ClusterBackup of t.
 func objectLabels(t target) map[string]string {
 	l := vmclusters.Labels(t.Name)
-	l[LabelVMClusterID] = t.ID
+	l[opsv1.LabelVMClusterID] = t.ID
 	return l
 }
 
@@ -107,7 +96,7 @@ func toBackup(o *opsv1.ClusterBackup) Backup {
 		Name:           vmclusters.CollectionPrefix + vm + "/" + CollectionID + "/" + o.Name,
 		ID:             string(o.UID),
 		VMCluster:      vmclusters.CollectionPrefix + vm,
-		VMClusterID:    o.Labels[LabelVMClusterID],
+		VMClusterID:    o.Labels[opsv1.LabelVMClusterID],
 		Target:         ObjectRef{Namespace: ns, Name: name},
 		Phase:          string(o.Status.Phase),
 		Progress:       o.Status.Progress,
@@ -116,7 +105,7 @@ func toBackup(o *opsv1.ClusterBackup) Backup {
 		DeletionPolicy: string(o.Spec.DeletionPolicy),
 		Deleting:       o.DeletionTimestamp != nil,
 		Replicas:       []Replica{},
-		InitiatedBy:    o.Annotations[AnnotationInitiatedBy],
+		InitiatedBy:    o.Annotations[opsv1.AnnotationInitiatedBy],
 		CreateTime:     formatTime(&o.CreationTimestamp),
 		StartTime:      formatTime(o.Status.StartTime),
 		CompletionTime: formatTime(o.Status.CompletionTime),

@@ -218,7 +218,7 @@ func TestToSpecAndView(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "backup-prod-abcde", Namespace: "observability", UID: "b-uid",
 			Labels:            objectLabels(tg),
-			Annotations:       map[string]string{AnnotationInitiatedBy: "alice"},
+			Annotations:       map[string]string{opsv1.AnnotationInitiatedBy: "alice"},
 			CreationTimestamp: start,
 		},
 		Spec: spec,

@@ -62,7 +62,7 @@ func TestReleaseIsAComponentNotAVMCluster(t *testing.T) {
 	g.Expect(hr.GetReleaseNamespace()).To(Equal("logging"))
 	g.Expect(hr.Spec.Chart.Spec.Chart).To(Equal("vector"))
 	g.Expect(hr.Spec.Chart.Spec.Version).To(Equal("1.0.0"))
-	g.Expect(hr.Annotations).To(HaveKeyWithValue(AnnotationIdempotencyKey, "k"))
+	g.Expect(hr.Annotations).To(HaveKeyWithValue(opsv1.AnnotationIdempotencyKey, "k"))
 	g.Expect(IsManaged(hr)).To(BeTrue())
 	g.Expect(vmclusters.IsManaged(hr)).To(BeFalse(), "vmclusters do not see components")
 	hr.UID = "u"

@@ -8,16 +8,13 @@ import (
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
 // LabelComponent names the component of a HelmRelease and its
 // HelmRepository. A vmcluster's objects carry vmclusters.LabelVMCluster
 // instead, so neither resource lists the other's releases.
 const LabelComponent = "observability.tidbcloud.com/component"
-
-// AnnotationIdempotencyKey records the Idempotency-Key of the POST that
-// created the component.
-const AnnotationIdempotencyKey = "ops.observability.tidbcloud.com/idempotency-key"
 
 // Labels returns the labels of the objects of component name.
 func Labels(name string) map[string]string {
@@ -37,7 +34,7 @@ func Release(t vmclusters.Translator, req CreateRequest, home string, now time.T
 	hr := t.Release(vmclusters.CreateRequest{Name: req.Name, Values: req.Values, Version: req.Version}, now)
 	hr.Labels = t.ObjectLabels(Labels(req.Name))
 	if req.IdempotencyKey != "" {
-		hr.Annotations[AnnotationIdempotencyKey] = req.IdempotencyKey
+		hr.Annotations[opsv1.AnnotationIdempotencyKey] = req.IdempotencyKey
 	}
 	if req.Namespace != "" && req.Namespace != home {
 		hr.Spec.TargetNamespace = req.Namespace

@@ -79,3 +79,83 @@ func Operations(doc []byte) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// QueryParameters maps each operation of the document, keyed as in
+// Operations, to the names of the query parameters it declares (its own
+// and its path's, `$ref`s to components/parameters resolved). The server
+// refuses any other query parameter (server.Options.QueryParameters):
+// the document is the one list of what each route accepts.
+func QueryParameters(doc []byte) (map[string][]string, error) {
+	type param struct {
+		Ref  string `json:"$ref"`
+		Name string `json:"name"`
+		In   string `json:"in"`
+	}
+	var d struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Parameters map[string]param `json:"parameters"`
+		} `json:"components"`
+	}
+	if err := yaml.Unmarshal(doc, &d); err != nil {
+		return nil, fmt.Errorf("parsing OpenAPI document: %w", err)
+	}
+	resolve := func(p param) (param, error) {
+		if p.Ref == "" {
+			return p, nil
+		}
+		name, ok := strings.CutPrefix(p.Ref, "#/components/parameters/")
+		r, found := d.Components.Parameters[name]
+		if !ok || !found {
+			return p, fmt.Errorf("unresolvable parameter reference %q", p.Ref)
+		}
+		return r, nil
+	}
+	queryNames := func(raw json.RawMessage, into []string) ([]string, error) {
+		var ps []param
+		if err := json.Unmarshal(raw, &ps); err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			r, err := resolve(p)
+			if err != nil {
+				return nil, err
+			}
+			if r.In == "query" {
+				into = append(into, r.Name)
+			}
+		}
+		return into, nil
+	}
+	out := map[string][]string{}
+	for p, item := range d.Paths {
+		echoPath := paramRE.ReplaceAllString(p, ":$1")
+		var shared []string
+		if raw, ok := item["parameters"]; ok {
+			var err error
+			if shared, err = queryNames(raw, nil); err != nil {
+				return nil, fmt.Errorf("parameters of %s: %w", p, err)
+			}
+		}
+		for m, raw := range item {
+			if !methods[m] {
+				continue
+			}
+			var op struct {
+				Parameters json.RawMessage `json:"parameters"`
+			}
+			if err := json.Unmarshal(raw, &op); err != nil {
+				return nil, fmt.Errorf("operation %s %s: %w", m, p, err)
+			}
+			names := append([]string{}, shared...)
+			if op.Parameters != nil {
+				var err error
+				if names, err = queryNames(op.Parameters, names); err != nil {
+					return nil, fmt.Errorf("operation %s %s: %w", m, p, err)
+				}
+			}
+			out[strings.ToUpper(m)+" "+echoPath] = names
+		}
+	}
+	return out, nil
+}

@@ -68,3 +68,23 @@ func TestSecurityDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestQueryParameters: every operation of the document has an entry, with
+// the query parameters it declares (`$ref`s resolved) and no header or
+// path parameter.
+func TestQueryParameters(t *testing.T) {
+	g := NewWithT(t)
+	qp, err := QueryParameters(Document)
+	g.Expect(err).NotTo(HaveOccurred())
+	ops, err := Operations(Document)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(qp).To(HaveLen(len(ops)))
+	for op := range ops {
+		g.Expect(qp).To(HaveKey(op))
+	}
+	g.Expect(qp["GET /ops/api/v1/upgradeOperations"]).To(ConsistOf("k8sClusterName", "status", "pageSize", "pageToken", "watch", "resourceVersion"))
+	g.Expect(qp["GET /api/v1/observability-ops/vmclusters/:vmclusterId"]).To(BeEmpty())
+
+	_, err = QueryParameters([]byte("openapi: 3.0.3\npaths:\n  /x:\n    get:\n      parameters:\n        - {$ref: '#/components/parameters/Nope'}\n"))
+	g.Expect(err).To(MatchError(ContainSubstring("Nope")))
+}

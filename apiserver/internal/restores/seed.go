@@ -19,7 +19,6 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
-	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -96,7 +95,7 @@ func (s Seeder) EnsureSeed(ctx context.Context, hr *helmv2.HelmRelease, id strin
 		return apierror.InvalidArgument("the request is invalid", apierror.Violation("restore_from.backup", "backup %q not found", id))
 	}
 	labels := vmclusters.Labels(hr.Name)
-	labels[backups.LabelVMClusterID] = string(hr.UID)
+	labels[opsv1.LabelVMClusterID] = string(hr.UID)
 	obj := &opsv1.ClusterRestore{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Svc.Backups.Namespace, Name: opsv1.SeedRestoreName(hr.Name), Labels: labels, Annotations: map[string]string{}},
 		Spec: opsv1.ClusterRestoreSpec{
@@ -105,10 +104,10 @@ func (s Seeder) EnsureSeed(ctx context.Context, hr *helmv2.HelmRelease, id strin
 	}
 	if s.Svc.Backups.Caller != nil {
 		if who := s.Svc.Backups.Caller(ctx); who != "" {
-			obj.Annotations[backups.AnnotationInitiatedBy] = who
+			obj.Annotations[opsv1.AnnotationInitiatedBy] = who
 		}
 	}
-	if err := s.Svc.Backups.Writer.Create(ctx, obj, client.FieldOwner(backups.FieldManager)); err != nil {
+	if err := s.Svc.Backups.Writer.Create(ctx, obj); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return apierror.FromKubernetes(err)
 		}
@@ -135,7 +134,7 @@ func (s Seeder) EnsureSeed(ctx context.Context, hr *helmv2.HelmRelease, id strin
 // vmcluster of that name; called before the HelmRelease is created.
 func (s Seeder) EnsureHold(ctx context.Context, name string, replicas int) error {
 	cm := opsv1.SeedHoldConfigMap(s.Namespace, name, s.Svc.Backups.Namespace, replicas)
-	err := s.Svc.Backups.Writer.Create(ctx, cm, client.FieldOwner(backups.FieldManager))
+	err := s.Svc.Backups.Writer.Create(ctx, cm)
 	if apierrors.IsAlreadyExists(err) {
 		data := make(map[string]any, len(cm.Data))
 		for k, v := range cm.Data {
@@ -145,7 +144,7 @@ func (s Seeder) EnsureHold(ctx context.Context, name string, replicas int) error
 		if merr != nil {
 			return merr
 		}
-		err = s.Svc.Backups.Writer.Patch(ctx, cm, client.RawPatch(types.MergePatchType, raw), client.FieldOwner(backups.FieldManager))
+		err = s.Svc.Backups.Writer.Patch(ctx, cm, client.RawPatch(types.MergePatchType, raw))
 	}
 	if err != nil {
 		return apierror.FromKubernetes(err)

@@ -94,7 +94,7 @@ func TestEnsureSeed(t *testing.T) {
 	g.Expect(rs.Spec.Backup).To(Equal("ok"))
 	g.Expect(rs.Spec.VMCluster.Name).To(Equal("new"))
 	g.Expect(rs.Spec.Strategy).To(Equal(opsv1.RestoreAllAtOnce))
-	g.Expect(rs.Labels).To(HaveKeyWithValue(backups.LabelVMClusterID, "hr-uid"))
+	g.Expect(rs.Labels).To(HaveKeyWithValue(opsv1.LabelVMClusterID, "hr-uid"))
 }
 
 // The hold ConfigMap of a new vmcluster pre-holds every replica for its

@@ -185,7 +185,7 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 		return Restore{}, false, err
 	}
 	labels := vmclusters.Labels(t.Name)
-	labels[backups.LabelVMClusterID] = t.ID
+	labels[opsv1.LabelVMClusterID] = t.ID
 	obj := &opsv1.ClusterRestore{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Labels: labels, Annotations: map[string]string{}},
 		Spec: opsv1.ClusterRestoreSpec{
@@ -199,7 +199,7 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 	if key != "" {
 		sum := sha256.Sum256([]byte(key))
 		obj.Name = "restore-" + hex.EncodeToString(sum[:])[:16]
-		obj.Annotations[backups.AnnotationIdempotencyKey] = key
+		obj.Annotations[opsv1.AnnotationIdempotencyKey] = key
 	} else {
 		base := t.Name
 		if len(base) > 63-len("restore--")-5 {
@@ -209,16 +209,16 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 	}
 	if s.Backups.Caller != nil {
 		if who := s.Backups.Caller(ctx); who != "" {
-			obj.Annotations[backups.AnnotationInitiatedBy] = who
+			obj.Annotations[opsv1.AnnotationInitiatedBy] = who
 		}
 	}
-	if err := s.Backups.Writer.Create(ctx, obj, client.FieldOwner(backups.FieldManager)); err != nil {
+	if err := s.Backups.Writer.Create(ctx, obj); err != nil {
 		if apierrors.IsAlreadyExists(err) && key != "" {
 			existing := &opsv1.ClusterRestore{}
 			if err := s.Backups.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
 				return Restore{}, false, apierror.FromKubernetes(err)
 			}
-			if existing.Annotations[backups.AnnotationIdempotencyKey] == key && existing.Labels[backups.LabelVMClusterID] == t.ID &&
+			if existing.Annotations[opsv1.AnnotationIdempotencyKey] == key && existing.Labels[opsv1.LabelVMClusterID] == t.ID &&
 				equality.Semantic.DeepEqual(existing.Spec, obj.Spec) {
 				return toRestore(existing), false, nil
 			}
@@ -252,7 +252,7 @@ func (s *Service) waitForCache(ctx context.Context, obj *opsv1.ClusterRestore) {
 
 func (s *Service) list(ctx context.Context, t target) ([]opsv1.ClusterRestore, error) {
 	list := &opsv1.ClusterRestoreList{}
-	if err := s.Backups.Reader.List(ctx, list, client.InNamespace(s.Backups.Namespace), client.MatchingLabels{backups.LabelVMClusterID: t.ID}); err != nil {
+	if err := s.Backups.Reader.List(ctx, list, client.InNamespace(s.Backups.Namespace), client.MatchingLabels{opsv1.LabelVMClusterID: t.ID}); err != nil {
 		return nil, apierror.FromKubernetes(err)
 	}
 	return list.Items, nil
@@ -322,10 +322,10 @@ func toRestore(o *opsv1.ClusterRestore) Restore {
 	ns, name := o.VMClusterKey(nil)
 	r := Restore{
 		Name: vmclusters.CollectionPrefix + vm + "/" + CollectionID + "/" + o.Name, ID: string(o.UID),
-		VMCluster: vmclusters.CollectionPrefix + vm, VMClusterID: o.Labels[backups.LabelVMClusterID],
+		VMCluster: vmclusters.CollectionPrefix + vm, VMClusterID: o.Labels[opsv1.LabelVMClusterID],
 		Target: backups.ObjectRef{Namespace: ns, Name: name}, Backup: o.Spec.Backup,
 		Strategy: string(o.EffectiveStrategy()), Phase: string(o.Status.Phase), Progress: o.Status.Progress,
-		Replicas: []Replica{}, InitiatedBy: o.Annotations[backups.AnnotationInitiatedBy],
+		Replicas: []Replica{}, InitiatedBy: o.Annotations[opsv1.AnnotationInitiatedBy],
 		CreateTime: formatTime(&o.CreationTimestamp), StartTime: formatTime(o.Status.StartTime), CompletionTime: formatTime(o.Status.CompletionTime),
 	}
 	if r.Phase == "" {

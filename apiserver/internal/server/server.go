@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -75,6 +76,13 @@ type Options struct {
 	// Public (authentication, rate limit, authorization, audit). It runs
 	// after the request id, logging, metrics and recovery.
 	Guard func(Route) echo.MiddlewareFunc
+	// QueryParameters, when set, lists the query parameters of each
+	// route ("METHOD path", as the OpenAPI document declares them:
+	// openapi.QueryParameters). A request to a listed route that is not
+	// Public with any other query parameter is a 400 naming it, after the
+	// Guard and before the handler: one policy for every resource's route,
+	// the document its only list.
+	QueryParameters map[string][]string
 }
 
 // Paths of the operational endpoints.
@@ -150,6 +158,9 @@ func New(opts Options, apis ...API) (*echo.Echo, error) {
 			var mw []echo.MiddlewareFunc
 			if opts.Guard != nil && !r.Public {
 				mw = append(mw, opts.Guard(r))
+			}
+			if names, ok := opts.QueryParameters[key]; ok && !r.Public {
+				mw = append(mw, onlyQuery(names))
 			}
 			e.Add(r.Method, r.Path, r.Handler, mw...).Name = r.Name
 		}
@@ -390,4 +401,36 @@ func ReadBody(c echo.Context) ([]byte, error) {
 			apierror.Violation("body", "reading the request body failed"))
 	}
 	return b, nil
+}
+
+// onlyQuery refuses a request with a query parameter that is not one of
+// names: a 400 INVALID_ARGUMENT with one field violation per unknown
+// parameter, so that a misspelt filter is never silently ignored.
+func onlyQuery(names []string) echo.MiddlewareFunc {
+	known := make(map[string]bool, len(names))
+	for _, n := range names {
+		known[n] = true
+	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if c.Request().URL.RawQuery == "" {
+				return next(c)
+			}
+			var unknown []string
+			for k := range c.QueryParams() {
+				if !known[k] {
+					unknown = append(unknown, k)
+				}
+			}
+			if len(unknown) == 0 {
+				return next(c)
+			}
+			slices.Sort(unknown)
+			v := make([]apierror.FieldViolation, 0, len(unknown))
+			for _, k := range unknown {
+				v = append(v, apierror.Violation(k, "unknown query parameter"))
+			}
+			return apierror.InvalidArgument("unknown query parameter", v...)
+		}
+	}
 }

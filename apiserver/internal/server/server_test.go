@@ -259,3 +259,47 @@ func TestWatchRequestsAreNotBoundByTheRequestTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownQueryParametersAreRefused: a route listed in
+// Options.QueryParameters answers a 400 naming every parameter it does not
+// declare, and never runs its handler; a route not listed takes any.
+func TestUnknownQueryParametersAreRefused(t *testing.T) {
+	g := NewWithT(t)
+	e, err := server.New(server.Options{QueryParameters: map[string][]string{
+		"GET /things/:id": {"view", "page_size"},
+		"POST /things":    {},
+	}}, guardedThings{})
+	g.Expect(err).NotTo(HaveOccurred())
+
+	rec := get(e, http.MethodGet, "/things/a?view=full&page_size=3", "")
+	g.Expect(rec.Code).To(Equal(http.StatusOK), rec.Body.String())
+
+	rec = get(e, http.MethodGet, "/things/panic?pagesize=3&view=full&zz=1", "")
+	g.Expect(rec.Code).To(Equal(http.StatusBadRequest), "the handler (which panics) never runs")
+	b := body(t, rec)
+	g.Expect(b.Error.Status).To(Equal("INVALID_ARGUMENT"))
+	g.Expect(b.Error.Details).NotTo(BeEmpty())
+	g.Expect(rec.Body.String()).To(ContainSubstring(`"field":"pagesize"`))
+	g.Expect(rec.Body.String()).To(ContainSubstring(`"field":"zz"`))
+	g.Expect(rec.Body.String()).NotTo(ContainSubstring(`"field":"view"`))
+
+	rec = get(e, http.MethodPost, "/things?anything=1", "{}")
+	g.Expect(rec.Code).To(Equal(http.StatusBadRequest), rec.Body.String())
+
+	// Public routes (the document, the docs page) take any query.
+	e, err = server.New(server.Options{QueryParameters: map[string][]string{"GET /things/:id": {}}}, testAPI{})
+	g.Expect(err).NotTo(HaveOccurred())
+	rec = get(e, http.MethodGet, "/things/a?anything=1", "")
+	g.Expect(rec.Code).To(Equal(http.StatusOK), rec.Body.String())
+}
+
+// guardedThings is testAPI's routes as a resource's (not Public).
+type guardedThings struct{}
+
+func (guardedThings) Routes() []server.Route {
+	rs := testAPI{}.Routes()
+	for i := range rs {
+		rs[i].Public, rs[i].Resource, rs[i].Verb = false, "things", "get"
+	}
+	return rs
+}

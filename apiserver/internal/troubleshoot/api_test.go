@@ -67,7 +67,7 @@ type api struct {
 func newAPI(t *testing.T, allowed ...string) *api {
 	ns := env.NewNamespace(t)
 	vm := &vmclusters.Service{
-		Store: &vmclusters.KubeStore{Cache: informers, Client: env.Client, Namespace: ns, FieldManager: "ops-server", CacheWait: 10 * time.Second},
+		Store: &vmclusters.KubeStore{Cache: informers, Client: client.WithFieldOwner(env.Client, "ops-server"), Namespace: ns, CacheWait: 10 * time.Second},
 		Translator: vmclusters.Translator{
 			Namespace: ns, Chart: vmclusters.ChartSource{Name: "vmcluster", DefaultVersion: "0.1.0", URL: "http://127.0.0.1:1"},
 			Flux: config.Default().Flux,

@@ -89,7 +89,7 @@ func (s *Service) Approve(ctx context.Context, id, gate string) (Operation, erro
 			"spec":     map[string]any{"approved": approved},
 		})
 		out := obj.DeepCopy()
-		err := s.Writer.Patch(ctx, out, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldManager))
+		err := s.Writer.Patch(ctx, out, client.RawPatch(types.MergePatchType, patch))
 		if err == nil {
 			auth.RecordTarget(ctx, objectRef(out), "ApprovedThroughAPI", "Approved gate "+want)
 			auth.RecordDetail(ctx, "gate", want)

@@ -29,11 +29,6 @@ type ClusterQuery struct {
 func ParseClusterQuery(q url.Values, addons bool) (ClusterQuery, *apierror.Error) {
 	c := ClusterQuery{K8sClusterName: q.Get("k8sClusterName"), Region: q.Get("region"), CloudProvider: q.Get("cloudProvider")}
 	var v []apierror.FieldViolation
-	for k := range q {
-		if !oneOf(k, []string{"k8sClusterName", "region", "cloudProvider"}) {
-			v = append(v, apierror.Violation(k, "unknown query parameter"))
-		}
-	}
 	check := func(field, value string, max int) {
 		switch {
 		case value == "":

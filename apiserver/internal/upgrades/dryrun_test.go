@@ -74,7 +74,7 @@ func TestDryRunWithIdempotencyKeyNamesThePOSTsObject(t *testing.T) {
 	code, body := a.do(http.MethodPost, upgrades.BasePath+"/dry-run", seedRequest, hdr)
 	g.Expect(code).To(Equal(http.StatusOK), string(body))
 	dry := a.manifest(body)
-	g.Expect(dry.Metadata.Annotations).To(HaveKeyWithValue(upgrades.AnnotationIdempotencyKey, "git-commit-1"))
+	g.Expect(dry.Metadata.Annotations).To(HaveKeyWithValue(opsv1.AnnotationIdempotencyKey, "git-commit-1"))
 	g.Expect(a.count()).To(Equal(0))
 
 	code, body = a.do(http.MethodPost, upgrades.BasePath, seedRequest, hdr)

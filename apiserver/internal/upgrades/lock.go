@@ -131,7 +131,7 @@ func (s *Service) lock(ctx context.Context, obj *opsv1.ClusterUpgradeOperation) 
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: &obj.Name, AcquireTime: &now,
 					LeaseDurationSeconds: new(int32(claimGrace / time.Second))},
 			}
-			if err := s.Writer.Create(ctx, lease, client.FieldOwner(FieldManager)); err != nil {
+			if err := s.Writer.Create(ctx, lease); err != nil {
 				if apierrors.IsAlreadyExists(err) {
 					continue
 				}
@@ -147,7 +147,7 @@ func (s *Service) lock(ctx context.Context, obj *opsv1.ClusterUpgradeOperation) 
 			}
 			lease.Spec.HolderIdentity, lease.Spec.AcquireTime, lease.Spec.RenewTime = &obj.Name, &now, nil
 			lease.Spec.LeaseDurationSeconds = new(int32(claimGrace / time.Second))
-			if err := s.Writer.Update(ctx, lease, client.FieldOwner(FieldManager)); err != nil {
+			if err := s.Writer.Update(ctx, lease); err != nil {
 				if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 					continue
 				}
@@ -230,7 +230,7 @@ func (s *Service) activeOf(ctx context.Context, obj *opsv1.ClusterUpgradeOperati
 func (s *Service) confirm(ctx context.Context, lease *coordinationv1.Lease) (bool, error) {
 	now := metav1.NewMicroTime(time.Now())
 	lease.Spec.RenewTime = &now
-	if err := s.Writer.Update(ctx, lease, client.FieldOwner(FieldManager)); err != nil {
+	if err := s.Writer.Update(ctx, lease); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -246,7 +246,7 @@ func (s *Service) unlock(ctx context.Context, lease *coordinationv1.Lease, holde
 		return
 	}
 	lease.Spec.HolderIdentity, lease.Spec.AcquireTime, lease.Spec.RenewTime = nil, nil, nil
-	_ = s.Writer.Update(ctx, lease, client.FieldOwner(FieldManager))
+	_ = s.Writer.Update(ctx, lease)
 }
 
 func ptrString(p *string) string {

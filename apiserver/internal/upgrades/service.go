@@ -27,9 +27,6 @@ import (
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
 
-// FieldManager is the field manager of ops-apiserver's writes.
-const FieldManager = "ops-server"
-
 // Service decides; it reads from the informer cache and writes to the API
 // server.
 type Service struct {
@@ -88,7 +85,7 @@ func (s *Service) Create(ctx context.Context, req *Request, key string) (Operati
 	if err != nil {
 		return Operation{}, false, err
 	}
-	if err := s.Writer.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+	if err := s.Writer.Create(ctx, obj); err != nil {
 		s.unlock(ctx, lease, obj.Name)
 		if apierrors.IsAlreadyExists(err) && key != "" {
 			op, _, rerr := s.replay(ctx, obj, key)
@@ -121,7 +118,7 @@ func (s *Service) replay(ctx context.Context, obj *opsv1.ClusterUpgradeOperation
 		}
 		return Operation{}, false, apierror.FromKubernetes(err)
 	}
-	if existing.Annotations[AnnotationIdempotencyKey] == key && equality.Semantic.DeepEqual(specForCompare(requestedSpec(existing)), specForCompare(requestedSpec(obj))) {
+	if existing.Annotations[opsv1.AnnotationIdempotencyKey] == key && equality.Semantic.DeepEqual(specForCompare(requestedSpec(existing)), specForCompare(requestedSpec(obj))) {
 		return toOperation(existing), true, nil
 	}
 	return Operation{}, true, apierror.AlreadyExists(apierror.ReasonAlreadyExists,
@@ -161,7 +158,7 @@ func (s *Service) DryRun(ctx context.Context, req *Request, key string) (Manifes
 	if key == "" {
 		obj.GenerateName, obj.Name = "", randomName()
 	}
-	if err := s.Writer.Create(ctx, obj, client.DryRunAll, client.FieldOwner(FieldManager)); err != nil {
+	if err := s.Writer.Create(ctx, obj, client.DryRunAll); err != nil {
 		return Manifest{}, apierror.FromKubernetes(err)
 	}
 	return toManifest(obj), nil
@@ -250,13 +247,13 @@ func (s *Service) build(ctx context.Context, req *Request, key string) *opsv1.Cl
 	if key != "" {
 		sum := sha256.Sum256([]byte(key))
 		obj.Name = "upgrade-" + hex.EncodeToString(sum[:])[:16]
-		obj.Annotations[AnnotationIdempotencyKey] = key
+		obj.Annotations[opsv1.AnnotationIdempotencyKey] = key
 	} else {
 		obj.GenerateName = "upgrade-"
 	}
 	if s.Caller != nil {
 		if who := s.Caller(ctx); who != "" {
-			obj.Annotations[AnnotationInitiatedBy] = who
+			obj.Annotations[opsv1.AnnotationInitiatedBy] = who
 		}
 	}
 	return obj
@@ -327,11 +324,6 @@ var phases = []string{"Pending", "Scheduled", "Running", "Paused", "AwaitingAppr
 func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 	var v []apierror.FieldViolation
 	r := ListRequest{K8sClusterName: q.Get("k8sClusterName"), Status: q.Get("status"), PageSize: pagetoken.DefaultPageSize}
-	for k := range q {
-		if !oneOf(k, []string{"k8sClusterName", "status", "pageSize", "pageToken", watch.ParamWatch, ParamResourceVersion}) {
-			v = append(v, apierror.Violation(k, "unknown query parameter"))
-		}
-	}
 	w, wv := watch.ParseWatch(q)
 	if wv != nil {
 		v = append(v, *wv)
@@ -468,7 +460,7 @@ func (s *Service) setPaused(ctx context.Context, id string, paused bool) (Operat
 		}
 		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"spec":{"paused":%t}}`, obj.ResourceVersion, paused)
 		out := obj.DeepCopy()
-		err := s.Writer.Patch(ctx, out, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager))
+		err := s.Writer.Patch(ctx, out, client.RawPatch(types.MergePatchType, []byte(patch)))
 		if err == nil {
 			if paused {
 				auth.RecordTarget(ctx, objectRef(out), "PausedThroughAPI", "Paused")
@@ -541,7 +533,7 @@ func (s *Service) deleteOnce(ctx context.Context, obj *opsv1.ClusterUpgradeOpera
 	out := obj.DeepCopy()
 	if !obj.Spec.Cancel {
 		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"spec":{"cancel":true}}`, obj.ResourceVersion)
-		if err := s.Writer.Patch(ctx, out, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager)); err != nil {
+		if err := s.Writer.Patch(ctx, out, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 			return DeleteResponse{}, err
 		}
 	}

@@ -39,7 +39,7 @@ func TestRolloutTarget(t *testing.T) {
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
 	vm := &vmclusters.Service{
-		Store: &vmclusters.KubeStore{Cache: env.Client, Client: env.Client, Namespace: ns, FieldManager: "ops-server", CacheWait: time.Second},
+		Store: &vmclusters.KubeStore{Cache: env.Client, Client: client.WithFieldOwner(env.Client, "ops-server"), Namespace: ns, CacheWait: time.Second},
 		Translator: vmclusters.Translator{
 			Namespace: ns, Chart: vmclusters.ChartSource{Name: "vmcluster", DefaultVersion: "0.1.0", URL: "http://127.0.0.1:1"},
 			Flux: config.Default().Flux,

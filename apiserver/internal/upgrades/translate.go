@@ -10,10 +10,9 @@ import (
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
-// Annotations ops-apiserver sets on the objects it creates.
+// Labels ops-apiserver sets on the operations it creates (the annotations
+// are opsv1.AnnotationInitiatedBy and opsv1.AnnotationIdempotencyKey).
 const (
-	AnnotationIdempotencyKey = "ops.observability.tidbcloud.com/idempotency-key"
-	AnnotationInitiatedBy    = "ops.observability.tidbcloud.com/initiated-by"
 	// LabelCluster names the operation's cluster in a label-safe form
 	// (opsv1.ClusterNameLabelValue: the name, or a hash of a name that is
 	// not a valid label value).
@@ -116,7 +115,7 @@ func toOperation(o *opsv1.ClusterUpgradeOperation) Operation {
 		ID: string(o.UID), Name: o.Name, Namespace: o.Namespace, Spec: fromSpec(&o.Spec),
 		Paused: o.Spec.Paused, CancelRequest: o.Spec.Cancel,
 		Phase: string(o.Status.Phase), CurrentStep: o.Status.CurrentStep,
-		InitiatedBy: o.Annotations[AnnotationInitiatedBy],
+		InitiatedBy: o.Annotations[opsv1.AnnotationInitiatedBy],
 		StartTime:   timePtr(o.Status.StartTime), CompletionTime: timePtr(o.Status.CompletionTime),
 		Steps: []Step{},
 	}

@@ -62,7 +62,7 @@ type api struct {
 func newAPI(t *testing.T) *api {
 	ns := env.NewNamespace(t)
 	vm := &vmclusters.Service{
-		Store: &vmclusters.KubeStore{Cache: informers, Client: env.Client, Namespace: ns, FieldManager: "ops-server", CacheWait: 10 * time.Second},
+		Store: &vmclusters.KubeStore{Cache: informers, Client: client.WithFieldOwner(env.Client, "ops-server"), Namespace: ns, CacheWait: 10 * time.Second},
 		Translator: vmclusters.Translator{
 			Namespace: ns, Chart: vmclusters.ChartSource{Name: "vmcluster", DefaultVersion: "0.1.0", URL: "http://127.0.0.1:1"},
 			Flux: config.Default().Flux,
@@ -223,7 +223,7 @@ func TestLifecycle(t *testing.T) {
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: a.ns, Name: short}, obj)).To(Succeed())
 	g.Expect(obj.Spec.Paused).To(BeFalse())
 	g.Expect(obj.Spec.Cancel).To(BeTrue())
-	g.Expect(obj.Annotations[vmclusterops.AnnotationInitiatedBy]).To(Equal("robot"))
+	g.Expect(obj.Annotations[opsv1.AnnotationInitiatedBy]).To(Equal("robot"))
 
 	code, b = a.do(http.MethodGet, a.path(id)+"?type=Restart&phase=Pending", "", nil)
 	g.Expect(code).To(Equal(http.StatusOK), string(b))

@@ -25,9 +25,6 @@ import (
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
-// FieldManager is the field manager of ops-apiserver's writes.
-const FieldManager = "ops-server"
-
 // Reasons of the operation errors (ErrorInfo.reason).
 const (
 	ReasonNotFound          = "OPERATION_NOT_FOUND"
@@ -122,13 +119,13 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 	}
 	if key != "" {
 		obj.Name = keyName(key)
-		obj.Annotations[AnnotationIdempotencyKey] = key
+		obj.Annotations[opsv1.AnnotationIdempotencyKey] = key
 	} else {
 		obj.GenerateName = generateName(t.Name)
 	}
 	if s.Caller != nil {
 		if who := s.Caller(ctx); who != "" {
-			obj.Annotations[AnnotationInitiatedBy] = who
+			obj.Annotations[opsv1.AnnotationInitiatedBy] = who
 		}
 	}
 	if key != "" {
@@ -153,7 +150,7 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 		obj.Status = opsv1.VMClusterOperationStatus{}
 		return obj, false, nil
 	}
-	if err := s.Writer.Create(ctx, obj, client.FieldOwner(FieldManager)); err != nil {
+	if err := s.Writer.Create(ctx, obj); err != nil {
 		if apierrors.IsAlreadyExists(err) && key != "" {
 			existing := &opsv1.VMClusterOperation{}
 			if err := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
@@ -171,7 +168,7 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 }
 
 func (s *Service) sameRequest(existing, obj *opsv1.VMClusterOperation, key string) (any, bool, error) {
-	if existing.Annotations[AnnotationIdempotencyKey] == key && existing.Labels[LabelVMClusterID] == obj.Labels[LabelVMClusterID] &&
+	if existing.Annotations[opsv1.AnnotationIdempotencyKey] == key && existing.Labels[opsv1.LabelVMClusterID] == obj.Labels[opsv1.LabelVMClusterID] &&
 		equality.Semantic.DeepEqual(specForCompare(existing.Spec), specForCompare(obj.Spec)) {
 		return toOperation(existing), false, nil
 	}
@@ -209,7 +206,7 @@ func objectRef(o *opsv1.VMClusterOperation) corev1.ObjectReference {
 
 func (s *Service) list(ctx context.Context, t target) ([]opsv1.VMClusterOperation, error) {
 	list := &opsv1.VMClusterOperationList{}
-	if err := s.Reader.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels{LabelVMClusterID: t.ID}); err != nil {
+	if err := s.Reader.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels{opsv1.LabelVMClusterID: t.ID}); err != nil {
 		return nil, apierror.FromKubernetes(err)
 	}
 	return list.Items, nil
@@ -224,7 +221,7 @@ func (s *Service) find(ctx context.Context, t target, id string) (*opsv1.VMClust
 	err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: id}, obj)
 	switch {
 	case err == nil:
-		if obj.Labels[LabelVMClusterID] != t.ID {
+		if obj.Labels[opsv1.LabelVMClusterID] != t.ID {
 			return nil, notFound(id)
 		}
 		return obj, nil
@@ -339,7 +336,7 @@ func (s *Service) patchSpec(ctx context.Context, vmclusterID, opID, reason, patc
 		return Operation{}, apierror.FailedPrecondition(ReasonFinished, "operation %s already finished (phase %s)", obj.Name, obj.Status.Phase)
 	}
 	live := obj.DeepCopy()
-	if err := s.Writer.Patch(ctx, live, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager)); err != nil {
+	if err := s.Writer.Patch(ctx, live, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		return Operation{}, apierror.FromKubernetes(err)
 	}
 	auth.RecordTarget(ctx, objectRef(live), reason, reason)

@@ -15,14 +15,6 @@ import (
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
-// Labels and annotations of the VMClusterOperations ops-apiserver creates
-// (the same keys as the backups API's).
-const (
-	LabelVMClusterID         = "ops.observability.tidbcloud.com/vmcluster-id"
-	AnnotationInitiatedBy    = "ops.observability.tidbcloud.com/initiated-by"
-	AnnotationIdempotencyKey = "ops.observability.tidbcloud.com/idempotency-key"
-)
-
 // target is the vmcluster of a request.
 type target struct {
 	ID, Name, Namespace, Release string
@@ -39,7 +31,7 @@ func targetOf(v vmclusters.VMCluster) target {
 
 func objectLabels(t target) map[string]string {
 	l := vmclusters.Labels(t.Name)
-	l[LabelVMClusterID] = t.ID
+	l[opsv1.LabelVMClusterID] = t.ID
 	return l
 }
 
@@ -178,7 +170,7 @@ func toOperation(o *opsv1.VMClusterOperation) Operation {
 		Name:            vmclusters.CollectionPrefix + vm + "/" + CollectionID + "/" + o.Name,
 		ID:              string(o.UID),
 		VMCluster:       vmclusters.CollectionPrefix + vm,
-		VMClusterID:     o.Labels[LabelVMClusterID],
+		VMClusterID:     o.Labels[opsv1.LabelVMClusterID],
 		Type:            string(o.Spec.Type),
 		Phase:           phaseOf(o),
 		Progress:        o.Status.Progress,
@@ -187,7 +179,7 @@ func toOperation(o *opsv1.VMClusterOperation) Operation {
 		CancelRequested: o.Spec.Cancel,
 		Request:         requestOf(&o.Spec),
 		Steps:           []Step{},
-		InitiatedBy:     o.Annotations[AnnotationInitiatedBy],
+		InitiatedBy:     o.Annotations[opsv1.AnnotationInitiatedBy],
 		CreateTime:      formatTime(&o.CreationTimestamp),
 		StartTime:       formatTime(o.Status.StartTime),
 		CompletionTime:  formatTime(o.Status.CompletionTime),

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
 // UIDIndex is the cache index of HelmReleases by metadata.uid.
@@ -38,10 +39,11 @@ type KubeStore struct {
 	Cache client.Reader
 	// Index, optional, serves List without copying the cached releases.
 	Index *ReleaseIndex
-	// Client writes to (and, for GetLive, reads from) the API server.
-	Client       client.Client
-	Namespace    string
-	FieldManager string
+	// Client writes to (and, for GetLive, reads from) the API server; its
+	// writes carry the configured field manager (client.WithFieldOwner,
+	// app.New), which the server-side apply of the sources requires.
+	Client    client.Client
+	Namespace string
 	// CacheWait bounds WaitForCache.
 	CacheWait time.Duration
 	// SourceLabels are the labels of the HelmRepositories of a release,
@@ -107,9 +109,9 @@ func (s *KubeStore) CreateRelease(ctx context.Context, hr *helmv2.HelmRelease) e
 		if hr.Annotations == nil {
 			hr.Annotations = map[string]string{}
 		}
-		hr.Annotations[auth.AnnotationInitiatedBy] = who
+		hr.Annotations[opsv1.AnnotationInitiatedBy] = who
 	}
-	if err := s.Client.Create(ctx, hr, client.FieldOwner(s.FieldManager)); err != nil {
+	if err := s.Client.Create(ctx, hr); err != nil {
 		return err
 	}
 	auth.RecordTarget(ctx, releaseRef(hr), "CreatedThroughAPI", "Created")
@@ -126,7 +128,7 @@ func releaseRef(hr *helmv2.HelmRelease) corev1.ObjectReference {
 
 // PatchRelease implements Store.
 func (s *KubeStore) PatchRelease(ctx context.Context, hr *helmv2.HelmRelease, patch []byte) error {
-	if err := s.Client.Patch(ctx, hr, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(s.FieldManager)); err != nil {
+	if err := s.Client.Patch(ctx, hr, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return err
 	}
 	auth.RecordTarget(ctx, releaseRef(hr), "UpdatedThroughAPI", "Updated")
@@ -158,8 +160,7 @@ func (s *KubeStore) ApplySource(ctx context.Context, repo *sourcev1.HelmReposito
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	u.SetAPIVersion(sourcev1.GroupVersion.String())
 	u.SetKind(sourcev1.HelmRepositoryKind)
-	return s.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(s.FieldManager), client.ForceOwnership)
+	return s.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.ForceOwnership)
 }
 
 // DeleteSources implements Store.

@@ -377,7 +377,7 @@ func (f *fixture) annotation(obj client.Object, user string) {
 		if err := f.kube.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err.Error()
 		}
-		return obj.GetAnnotations()[auth.AnnotationInitiatedBy]
+		return obj.GetAnnotations()[opsv1.AnnotationInitiatedBy]
 	}, 10*time.Second, 50*time.Millisecond).Should(Equal(user), "initiated-by annotation of %s", obj.GetName())
 }
 
@@ -420,7 +420,7 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 		return request{path: vmclustersPath + "/" + id + "/backups", body: `{}`, initiatedBy: func(user string) {
 			list := &opsv1.ClusterBackupList{}
 			NewWithT(f.t).Expect(f.kube.List(context.Background(), list, client.InNamespace(f.ns))).To(Succeed())
-			found := slices.ContainsFunc(list.Items, func(b opsv1.ClusterBackup) bool { return b.Annotations[auth.AnnotationInitiatedBy] == user })
+			found := slices.ContainsFunc(list.Items, func(b opsv1.ClusterBackup) bool { return b.Annotations[opsv1.AnnotationInitiatedBy] == user })
 			NewWithT(f.t).Expect(found).To(BeTrue(), "no ClusterBackup initiated by %s", user)
 		}}, true
 	case "backups.list":
@@ -439,7 +439,7 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 		return request{path: vmclustersPath + "/" + id + "/restores", body: `{"backup":"` + b + `"}`, initiatedBy: func(user string) {
 			list := &opsv1.ClusterRestoreList{}
 			NewWithT(f.t).Expect(f.kube.List(context.Background(), list, client.InNamespace(f.ns))).To(Succeed())
-			found := slices.ContainsFunc(list.Items, func(r opsv1.ClusterRestore) bool { return r.Annotations[auth.AnnotationInitiatedBy] == user })
+			found := slices.ContainsFunc(list.Items, func(r opsv1.ClusterRestore) bool { return r.Annotations[opsv1.AnnotationInitiatedBy] == user })
 			NewWithT(f.t).Expect(found).To(BeTrue(), "no ClusterRestore initiated by %s", user)
 		}}, true
 	case "restores.list":
@@ -468,7 +468,7 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 		return request{path: vmclustersPath + "/" + id + "/operations", body: restartRequest, initiatedBy: func(user string) {
 			list := &opsv1.VMClusterOperationList{}
 			NewWithT(f.t).Expect(f.kube.List(context.Background(), list, client.InNamespace(f.ns))).To(Succeed())
-			found := slices.ContainsFunc(list.Items, func(o opsv1.VMClusterOperation) bool { return o.Annotations[auth.AnnotationInitiatedBy] == user })
+			found := slices.ContainsFunc(list.Items, func(o opsv1.VMClusterOperation) bool { return o.Annotations[opsv1.AnnotationInitiatedBy] == user })
 			NewWithT(f.t).Expect(found).To(BeTrue(), "no VMClusterOperation initiated by %s", user)
 		}}, true
 	case "vmclusterOperations.list":
@@ -491,7 +491,7 @@ func (f *fixture) requests(op string, i int) (request, bool) {
 		return request{path: "/ops/api/v1/upgradeOperations", body: upgradeRequest, initiatedBy: func(user string) {
 			list := &opsv1.ClusterUpgradeOperationList{}
 			NewWithT(f.t).Expect(f.kube.List(context.Background(), list, client.InNamespace(f.ns))).To(Succeed())
-			found := slices.ContainsFunc(list.Items, func(o opsv1.ClusterUpgradeOperation) bool { return o.Annotations[auth.AnnotationInitiatedBy] == user })
+			found := slices.ContainsFunc(list.Items, func(o opsv1.ClusterUpgradeOperation) bool { return o.Annotations[opsv1.AnnotationInitiatedBy] == user })
 			NewWithT(f.t).Expect(found).To(BeTrue(), "no ClusterUpgradeOperation initiated by %s", user)
 		}}, true
 	case "upgradeOperations.dryRun":
@@ -669,7 +669,7 @@ func TestRestoreFromNeedsRestoresCreate(t *testing.T) {
 	rs := &opsv1.ClusterRestore{}
 	g.Expect(f.kube.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: opsv1.SeedRestoreName("seeded")}, rs)).To(Succeed())
 	g.Expect(rs.Spec.VMCluster.Name).To(Equal("seeded"))
-	g.Expect(rs.Annotations).To(HaveKeyWithValue(auth.AnnotationInitiatedBy, user))
+	g.Expect(rs.Annotations).To(HaveKeyWithValue(opsv1.AnnotationInitiatedBy, user))
 	hold := &corev1.ConfigMap{}
 	g.Expect(f.kube.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: opsv1.VMStorageHoldConfigMapName("seeded")}, hold)).To(Succeed())
 	g.Expect(hold.Data).To(Equal(map[string]string{"vmstorage-seeded-0": f.ns + "/seed-seeded "}), "the replica is held before the release exists")

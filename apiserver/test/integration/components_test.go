@@ -17,6 +17,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/components"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
 // catalogDir holds the test catalog's chart, greeter 0.1.0 and 0.2.0 (a
@@ -132,7 +133,7 @@ func TestComponentLifecycle(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greet"}, hr)).To(Succeed())
 	g.Expect(hr.Labels).To(HaveKeyWithValue(components.LabelComponent, "greet"))
 	g.Expect(hr.Labels).NotTo(HaveKey(vmclusters.LabelVMCluster))
-	g.Expect(hr.Annotations).To(HaveKeyWithValue(components.AnnotationIdempotencyKey, "create-greet-1"))
+	g.Expect(hr.Annotations).To(HaveKeyWithValue(opsv1.AnnotationIdempotencyKey, "create-greet-1"))
 	repo := &sourcev1.HelmRepository{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "greet"}, repo)).To(Succeed())
 	g.Expect(repo.Labels).To(HaveKeyWithValue(components.LabelComponent, "greet"))

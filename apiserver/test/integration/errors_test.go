@@ -57,6 +57,11 @@ func TestBadInput(t *testing.T) {
 		{"bad page_token", http.MethodGet, vmclusters.BasePath + "?page_token=bm9wZQ", nil, []string{"page_token"}},
 		{"page_size out of range", http.MethodGet, vmclusters.BasePath + "?page_size=1001", nil, []string{"page_size"}},
 		{"unknown status filter", http.MethodGet, vmclusters.BasePath + "?status=asleep", nil, []string{"status"}},
+		// One policy for every route: a query parameter the OpenAPI document
+		// does not declare for it is refused, by name, never ignored.
+		{"misspelt list parameter", http.MethodGet, vmclusters.BasePath + "?pagesize=5&status=RUNNING", nil, []string{"pagesize"}},
+		{"unknown parameter on a create", http.MethodPost, vmclusters.BasePath + "?dryRun=true", `{"name":"x"}`, []string{"dryRun"}},
+		{"unknown parameter on a get", http.MethodGet, itemPath("target") + "?view=full", nil, []string{"view"}},
 	}
 	for _, tt := range tests {
 		code, b := s.do(tt.method, tt.path, tt.body)
