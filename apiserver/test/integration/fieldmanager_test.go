@@ -8,8 +8,6 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,8 +15,6 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
-	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
-	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 )
 
 // TestEveryWriteCarriesTheFieldManager sets --field-manager and checks that
@@ -32,26 +28,11 @@ func TestEveryWriteCarriesTheFieldManager(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t)
-	mockNS := ns + "-cloud"
-	g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mockNS}})).To(Succeed())
-	t.Cleanup(func() {
-		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mockNS}})
-	})
-	p := &mock.Provider{Client: env.Client, Namespace: mockNS}
-	g.Expect(p.Seed(ctx, cloud.ClusterRef{Provider: cloud.Mock, Name: "fm-cluster", Region: "local"}, mock.ClusterState{
-		Version:    "1.29",
-		NodeGroups: map[string]*mock.NodeGroupState{"vmstorage": {Size: 3, InstanceTypes: []string{"m5.xlarge"}}},
-	})).To(Succeed())
 	const manager = "portal-under-test"
+	configure := withMockCloud(t, ns, "fm-cluster")
 	s := startServer(t, ns, func(c *config.Config) {
+		configure(c)
 		c.FieldManager = manager
-		// Flux never installs these: the test is about the writes.
-		c.Chart.Repository = deadRepository
-		c.Upgrades.Namespace = ns
-		c.Upgrades.EnableMockCloud = true
-		c.Upgrades.MockNamespace = mockNS
-		c.Backups.Namespace = ns
-		c.Backups.FSRoots = []string{"/srv/backups"}
 	})
 
 	s.create(map[string]any{"name": "fm", "values": map[string]any{"retentionPeriod": "3"}})

@@ -16,6 +16,8 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/go-logr/logr/testr"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
@@ -23,6 +25,8 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
+	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 )
 
 // Timeouts of the waits on Flux. Generous: the machine may be shared.
@@ -224,4 +228,33 @@ func violations(t *testing.T, b []byte) []string {
 		}
 	}
 	return out
+}
+
+// withMockCloud seeds cluster (Kubernetes 1.29, node group vmstorage of 3)
+// in a mock cloud of its own namespace and returns the configuration of a
+// server whose upgrades and backups live in ns and use that cloud (its
+// vmclusters' chart repository is dead: these tests are about the REST
+// layer, not Flux).
+func withMockCloud(t *testing.T, ns, cluster string) func(*config.Config) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	mockNS := ns + "-cloud"
+	g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mockNS}})).To(Succeed())
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mockNS}})
+	})
+	p := &mock.Provider{Client: env.Client, Namespace: mockNS}
+	g.Expect(p.Seed(ctx, cloud.ClusterRef{Provider: cloud.Mock, Name: cluster, Region: "local"}, mock.ClusterState{
+		Version:    "1.29",
+		NodeGroups: map[string]*mock.NodeGroupState{"vmstorage": {Size: 3, InstanceTypes: []string{"m5.xlarge"}}},
+	})).To(Succeed())
+	return func(c *config.Config) {
+		c.Chart.Repository = deadRepository
+		c.Upgrades.Namespace = ns
+		c.Upgrades.EnableMockCloud = true
+		c.Upgrades.MockNamespace = mockNS
+		c.Backups.Namespace = ns
+		c.Backups.FSRoots = []string{"/srv/backups"}
+	}
 }
