@@ -51,31 +51,13 @@ var paramRE = regexp.MustCompile(`\{([^}/]+)\}`)
 // Operations maps each operation of the document, as "METHOD /path" with
 // path parameters in echo's form (":name"), to its operationId.
 func Operations(doc []byte) (map[string]string, error) {
-	var d struct {
-		OpenAPI string                                `json:"openapi"`
-		Paths   map[string]map[string]json.RawMessage `json:"paths"`
+	ops, err := parse(doc)
+	if err != nil {
+		return nil, err
 	}
-	if err := yaml.Unmarshal(doc, &d); err != nil {
-		return nil, fmt.Errorf("parsing OpenAPI document: %w", err)
-	}
-	if !strings.HasPrefix(d.OpenAPI, "3.") {
-		return nil, fmt.Errorf("not an OpenAPI 3 document (openapi: %q)", d.OpenAPI)
-	}
-	out := map[string]string{}
-	for p, item := range d.Paths {
-		echoPath := paramRE.ReplaceAllString(p, ":$1")
-		for m, raw := range item {
-			if !methods[m] {
-				continue
-			}
-			var op struct {
-				OperationID string `json:"operationId"`
-			}
-			if err := json.Unmarshal(raw, &op); err != nil {
-				return nil, fmt.Errorf("operation %s %s: %w", m, p, err)
-			}
-			out[strings.ToUpper(m)+" "+echoPath] = op.OperationID
-		}
+	out := make(map[string]string, len(ops))
+	for key, op := range ops {
+		out[key] = op.id
 	}
 	return out, nil
 }
@@ -86,48 +68,67 @@ func Operations(doc []byte) (map[string]string, error) {
 // refuses any other query parameter (server.Options.QueryParameters):
 // the document is the one list of what each route accepts.
 func QueryParameters(doc []byte) (map[string][]string, error) {
-	type param struct {
-		Ref  string `json:"$ref"`
-		Name string `json:"name"`
-		In   string `json:"in"`
+	ops, err := parse(doc)
+	if err != nil {
+		return nil, err
 	}
+	out := make(map[string][]string, len(ops))
+	for key, op := range ops {
+		out[key] = op.query
+	}
+	return out, nil
+}
+
+// operation is what the server reads of one operation of the document.
+type operation struct {
+	id    string
+	query []string
+}
+
+type parameter struct {
+	Ref  string `json:"$ref"`
+	Name string `json:"name"`
+	In   string `json:"in"`
+}
+
+// parse walks the document's operations once, keyed "METHOD /echo/path".
+func parse(doc []byte) (map[string]operation, error) {
 	var d struct {
+		OpenAPI    string                                `json:"openapi"`
 		Paths      map[string]map[string]json.RawMessage `json:"paths"`
 		Components struct {
-			Parameters map[string]param `json:"parameters"`
+			Parameters map[string]parameter `json:"parameters"`
 		} `json:"components"`
 	}
 	if err := yaml.Unmarshal(doc, &d); err != nil {
 		return nil, fmt.Errorf("parsing OpenAPI document: %w", err)
 	}
-	resolve := func(p param) (param, error) {
-		if p.Ref == "" {
-			return p, nil
-		}
-		name, ok := strings.CutPrefix(p.Ref, "#/components/parameters/")
-		r, found := d.Components.Parameters[name]
-		if !ok || !found {
-			return p, fmt.Errorf("unresolvable parameter reference %q", p.Ref)
-		}
-		return r, nil
+	if !strings.HasPrefix(d.OpenAPI, "3.") {
+		return nil, fmt.Errorf("not an OpenAPI 3 document (openapi: %q)", d.OpenAPI)
 	}
+	// queryNames appends the names of the query parameters of raw (a
+	// parameter list) to into.
 	queryNames := func(raw json.RawMessage, into []string) ([]string, error) {
-		var ps []param
+		var ps []parameter
 		if err := json.Unmarshal(raw, &ps); err != nil {
 			return nil, err
 		}
 		for _, p := range ps {
-			r, err := resolve(p)
-			if err != nil {
-				return nil, err
+			if p.Ref != "" {
+				name, ok := strings.CutPrefix(p.Ref, "#/components/parameters/")
+				r, found := d.Components.Parameters[name]
+				if !ok || !found {
+					return nil, fmt.Errorf("unresolvable parameter reference %q", p.Ref)
+				}
+				p = r
 			}
-			if r.In == "query" {
-				into = append(into, r.Name)
+			if p.In == "query" {
+				into = append(into, p.Name)
 			}
 		}
 		return into, nil
 	}
-	out := map[string][]string{}
+	out := map[string]operation{}
 	for p, item := range d.Paths {
 		echoPath := paramRE.ReplaceAllString(p, ":$1")
 		var shared []string
@@ -142,19 +143,20 @@ func QueryParameters(doc []byte) (map[string][]string, error) {
 				continue
 			}
 			var op struct {
-				Parameters json.RawMessage `json:"parameters"`
+				OperationID string          `json:"operationId"`
+				Parameters  json.RawMessage `json:"parameters"`
 			}
 			if err := json.Unmarshal(raw, &op); err != nil {
 				return nil, fmt.Errorf("operation %s %s: %w", m, p, err)
 			}
-			names := append([]string{}, shared...)
+			query := append([]string{}, shared...)
 			if op.Parameters != nil {
 				var err error
-				if names, err = queryNames(op.Parameters, names); err != nil {
+				if query, err = queryNames(op.Parameters, query); err != nil {
 					return nil, fmt.Errorf("operation %s %s: %w", m, p, err)
 				}
 			}
-			out[strings.ToUpper(m)+" "+echoPath] = names
+			out[strings.ToUpper(m)+" "+echoPath] = operation{id: op.OperationID, query: query}
 		}
 	}
 	return out, nil

@@ -2,8 +2,9 @@ package v1alpha1
 
 // Metadata keys ops-apiserver sets on the objects it creates (upgrade
 // operations, backups, restores, vmcluster operations, HelmReleases), the
-// same on every kind. A GitOps user's object may carry them too; nothing
-// but the API's answers reads them.
+// same on every kind. Only ops-apiserver reads them (the initiatedBy of its
+// answers, idempotent replays, the lists' selectors); a GitOps user's
+// object may carry them too.
 const (
 	// AnnotationInitiatedBy names the authenticated caller of the request
 	// that created the object.
