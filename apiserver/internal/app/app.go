@@ -92,14 +92,14 @@ type App struct {
 // server from this list, so a resource added here and not to the
 // document (or the other way round) fails it. bk is the backups service;
 // it may be left out where only the routes matter (that test).
-func APIs(vm vmclusters.Operations, up *upgrades.Service, bk ...*backups.Service) []server.API {
+func APIs(vm *vmclusters.Service, up *upgrades.Service, bk ...*backups.Service) []server.API {
 	return append(APIsWith(vm, up, nil, nil, nil, bk...), &stacks.Handler{})
 }
 
 // APIsWith is APIs with the troubleshooting service ts, the vmcluster
 // operations service ops and the components service comps (nil where
 // only the routes matter).
-func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.Service, ops *vmclusterops.Service, comps components.Operations, bk ...*backups.Service) []server.API {
+func APIsWith(vm *vmclusters.Service, up *upgrades.Service, ts *troubleshoot.Service, ops *vmclusterops.Service, comps *components.Service, bk ...*backups.Service) []server.API {
 	var b *backups.Service
 	var rs *restores.Service
 	if len(bk) > 0 {
@@ -109,13 +109,13 @@ func APIsWith(vm vmclusters.Operations, up *upgrades.Service, ts *troubleshoot.S
 	return []server.API{
 		openapi.API{},
 		&docspage.API{Document: openapi.Document},
-		&vmclusters.Handler{Ops: vm},
+		&vmclusters.Handler{Svc: vm},
 		&upgrades.Handler{Svc: up},
 		&backups.Handler{Svc: b},
 		&restores.Handler{Svc: rs},
 		&backups.ScheduleHandler{Svc: b},
 		&troubleshoot.Handler{Svc: ts},
-		&components.Handler{Ops: comps},
+		&components.Handler{Svc: comps},
 		&vmclusterops.Handler{Svc: ops},
 		&providersapi.Handler{Configured: providerNames(up)},
 	}
@@ -250,6 +250,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Work: &vmclusters.KubeWork{Reader: a.cache,
 			BackupNamespaces: []string{cfg.Namespace, cfg.Backups.Namespace}, UpgradeNamespaces: []string{cfg.Upgrades.Namespace},
 			OperationNamespaces: []string{cfg.Namespace}},
+		Caller: auth.CallerName,
 	}
 	up.VMClusters = svc
 	if svc.Watch, err = a.watches.NewHub(ctx, a.cache, &helmv2.HelmRelease{}, vmclusters.Resource, inNamespace(cfg.Namespace)); err != nil {
@@ -260,7 +261,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 			Cache: a.cache, Index: releases, Client: kube, Namespace: cfg.Namespace,
 			CacheWait: 5 * time.Second, SourceLabels: components.Labels,
 		},
-		Catalog: catalog, Namespace: cfg.Namespace, Flux: cfg.Flux,
+		Catalog: catalog, Namespace: cfg.Namespace, Flux: cfg.Flux, Caller: auth.CallerName,
 	}
 	bk := &backups.Service{
 		Reader: a.cache, Writer: kube, Namespace: cfg.Backups.Namespace, VMClusters: svc,

@@ -14,6 +14,10 @@ import (
 	"context"
 	"sort"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
 // User is an authenticated caller.
@@ -69,4 +73,22 @@ func CallerName(ctx context.Context) string {
 		return u.Name
 	}
 	return ""
+}
+
+// StampCaller records the caller of the request (caller(ctx), when caller
+// is set and names one) in obj's initiated-by annotation.
+func StampCaller(ctx context.Context, caller func(context.Context) string, obj metav1.Object) {
+	if caller == nil {
+		return
+	}
+	who := caller(ctx)
+	if who == "" {
+		return
+	}
+	a := obj.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[opsv1.AnnotationInitiatedBy] = who
+	obj.SetAnnotations(a)
 }

@@ -300,11 +300,7 @@ func (s *Service) CreateSchedule(ctx context.Context, vmclusterID string, req *S
 	if key != "" {
 		obj.Annotations[opsv1.AnnotationIdempotencyKey] = key
 	}
-	if s.Caller != nil {
-		if who := s.Caller(ctx); who != "" {
-			obj.Annotations[opsv1.AnnotationInitiatedBy] = who
-		}
-	}
+	auth.StampCaller(ctx, s.Caller, obj)
 	if err := s.Writer.Create(ctx, obj); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			existing := &opsv1.ClusterBackupSchedule{}

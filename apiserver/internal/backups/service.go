@@ -184,11 +184,7 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 	} else {
 		obj.GenerateName = generateName(t.Name)
 	}
-	if s.Caller != nil {
-		if who := s.Caller(ctx); who != "" {
-			obj.Annotations[opsv1.AnnotationInitiatedBy] = who
-		}
-	}
+	auth.StampCaller(ctx, s.Caller, obj)
 	if err := s.Writer.Create(ctx, obj); err != nil {
 		if apierrors.IsAlreadyExists(err) && key != "" {
 			return s.createExisting(ctx, obj, key)

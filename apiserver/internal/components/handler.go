@@ -1,7 +1,6 @@
 package components
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -16,18 +15,9 @@ const BasePath = "/api/v1/observability-ops/components"
 // Resource is the permission resource of the routes.
 const Resource = "components"
 
-// Operations is what the handler needs from the service.
-type Operations interface {
-	Create(ctx context.Context, req CreateRequest) (Component, error)
-	Get(ctx context.Context, id string) (Component, error)
-	List(ctx context.Context, req vmclusters.ListRequest) (ListResponse, error)
-	Update(ctx context.Context, id string, req UpdateRequest) (Component, error)
-	Delete(ctx context.Context, id string, pre vmclusters.Precondition) (Component, error)
-}
-
 // Handler binds and validates HTTP requests and calls the service.
 type Handler struct {
-	Ops Operations
+	Svc *Service
 }
 
 // Routes implements server.API.
@@ -51,7 +41,7 @@ func (h *Handler) create(c echo.Context) error {
 	if verr != nil {
 		return verr
 	}
-	v, err := h.Ops.Create(c.Request().Context(), req)
+	v, err := h.Svc.Create(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
@@ -63,7 +53,7 @@ func (h *Handler) list(c echo.Context) error {
 	if verr != nil {
 		return verr
 	}
-	out, err := h.Ops.List(c.Request().Context(), req)
+	out, err := h.Svc.List(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
@@ -74,7 +64,7 @@ func (h *Handler) list(c echo.Context) error {
 }
 
 func (h *Handler) get(c echo.Context) error {
-	v, err := h.Ops.Get(c.Request().Context(), c.Param("componentId"))
+	v, err := h.Svc.Get(c.Request().Context(), c.Param("componentId"))
 	if err != nil {
 		return err
 	}
@@ -94,7 +84,7 @@ func (h *Handler) update(c echo.Context) error {
 	if verr != nil {
 		return verr
 	}
-	v, err := h.Ops.Update(c.Request().Context(), c.Param("componentId"), req)
+	v, err := h.Svc.Update(c.Request().Context(), c.Param("componentId"), req)
 	if err != nil {
 		return err
 	}
@@ -106,7 +96,7 @@ func (h *Handler) delete(c echo.Context) error {
 	if verr != nil {
 		return verr
 	}
-	v, err := h.Ops.Delete(c.Request().Context(), c.Param("componentId"), pre)
+	v, err := h.Svc.Delete(c.Request().Context(), c.Param("componentId"), pre)
 	if err != nil {
 		return err
 	}

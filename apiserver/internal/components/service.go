@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 )
@@ -38,6 +39,9 @@ type Service struct {
 	Flux      config.FluxConfig
 	// Now is the clock (injected in tests).
 	Now func() time.Time
+	// Caller names the authenticated caller of a request (for the
+	// initiated-by annotation); nil: none is recorded.
+	Caller func(context.Context) string
 }
 
 func (s *Service) now() time.Time {
@@ -110,6 +114,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (Component, err
 		return Component{}, err
 	}
 	hr := Release(s.translator(e), req, s.Namespace, s.now())
+	auth.StampCaller(ctx, s.Caller, hr)
 	err = s.Store.CreateRelease(ctx, hr)
 	if apierrors.IsAlreadyExists(err) {
 		return s.createExisting(ctx, e, req)
@@ -121,6 +126,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (Component, err
 	if err != nil {
 		return Component{}, fmt.Errorf("creating HelmRelease %s: %w", klog.KObj(hr), err)
 	}
+	auth.RecordTarget(ctx, vmclusters.ReleaseRef(hr), "CreatedThroughAPI", "Created")
 	logr.FromContextOrDiscard(ctx).Info("Created component", "helmRelease", klog.KObj(hr), "uid", hr.UID,
 		"chart", req.Chart, "chartVersion", hr.Spec.Chart.Spec.Version, "targetNamespace", req.Namespace)
 	if err := s.Store.ApplySource(ctx, Source(s.translator(e), hr, s.now())); err != nil {
@@ -267,6 +273,7 @@ func (s *Service) Update(ctx context.Context, id string, req UpdateRequest) (Com
 		patched = hr.DeepCopy()
 		err = s.Store.PatchRelease(ctx, patched, patch)
 		if err == nil {
+			auth.RecordTarget(ctx, vmclusters.ReleaseRef(patched), "UpdatedThroughAPI", "Updated")
 			break
 		}
 		switch {
@@ -363,6 +370,7 @@ func (s *Service) Delete(ctx context.Context, id string, pre vmclusters.Precondi
 		}
 		err = s.Store.DeleteRelease(ctx, hr, !pre.IsZero())
 		if err == nil {
+			auth.RecordTarget(ctx, vmclusters.ReleaseRef(hr), "DeletedThroughAPI", "Deletion requested")
 			break
 		}
 		switch {

@@ -102,11 +102,7 @@ func (s Seeder) EnsureSeed(ctx context.Context, hr *helmv2.HelmRelease, id strin
 			Backup: b.Name, VMCluster: &opsv1.VMClusterReference{Name: hr.Spec.ReleaseName}, Strategy: opsv1.RestoreAllAtOnce,
 		},
 	}
-	if s.Svc.Backups.Caller != nil {
-		if who := s.Svc.Backups.Caller(ctx); who != "" {
-			obj.Annotations[opsv1.AnnotationInitiatedBy] = who
-		}
-	}
+	auth.StampCaller(ctx, s.Svc.Backups.Caller, obj)
 	if err := s.Svc.Backups.Writer.Create(ctx, obj); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return apierror.FromKubernetes(err)

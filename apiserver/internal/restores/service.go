@@ -207,11 +207,7 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 		}
 		obj.GenerateName = "restore-" + base + "-"
 	}
-	if s.Backups.Caller != nil {
-		if who := s.Backups.Caller(ctx); who != "" {
-			obj.Annotations[opsv1.AnnotationInitiatedBy] = who
-		}
-	}
+	auth.StampCaller(ctx, s.Backups.Caller, obj)
 	if err := s.Backups.Writer.Create(ctx, obj); err != nil {
 		if apierrors.IsAlreadyExists(err) && key != "" {
 			existing := &opsv1.ClusterRestore{}

@@ -251,11 +251,7 @@ func (s *Service) build(ctx context.Context, req *Request, key string) *opsv1.Cl
 	} else {
 		obj.GenerateName = "upgrade-"
 	}
-	if s.Caller != nil {
-		if who := s.Caller(ctx); who != "" {
-			obj.Annotations[opsv1.AnnotationInitiatedBy] = who
-		}
-	}
+	auth.StampCaller(ctx, s.Caller, obj)
 	return obj
 }
 

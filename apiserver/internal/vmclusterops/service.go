@@ -123,11 +123,7 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 	} else {
 		obj.GenerateName = generateName(t.Name)
 	}
-	if s.Caller != nil {
-		if who := s.Caller(ctx); who != "" {
-			obj.Annotations[opsv1.AnnotationInitiatedBy] = who
-		}
-	}
+	auth.StampCaller(ctx, s.Caller, obj)
 	if key != "" {
 		existing := &opsv1.VMClusterOperation{}
 		err := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing)

@@ -1,7 +1,6 @@
 package vmclusters
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -12,19 +11,9 @@ import (
 // BasePath is the collection path.
 const BasePath = "/api/v1/observability-ops/vmclusters"
 
-// Operations is what the handler needs from the service.
-type Operations interface {
-	Create(ctx context.Context, req CreateRequest) (VMCluster, error)
-	Get(ctx context.Context, id string) (VMCluster, error)
-	List(ctx context.Context, req ListRequest) (ListResponse, error)
-	Update(ctx context.Context, id string, req UpdateRequest) (VMCluster, error)
-	// Delete deletes a vmcluster if its etag satisfies pre.
-	Delete(ctx context.Context, id string, pre Precondition) (VMCluster, error)
-}
-
 // Handler binds and validates HTTP requests and calls the service.
 type Handler struct {
-	Ops Operations
+	Svc *Service
 }
 
 // Resource is the permission resource of the routes.
@@ -51,7 +40,7 @@ func (h *Handler) create(c echo.Context) error {
 	if verr != nil {
 		return verr
 	}
-	v, err := h.Ops.Create(c.Request().Context(), req)
+	v, err := h.Svc.Create(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
@@ -66,7 +55,7 @@ func (h *Handler) list(c echo.Context) error {
 	if req.Watch {
 		return h.watchStream(c, req)
 	}
-	out, err := h.Ops.List(c.Request().Context(), req)
+	out, err := h.Svc.List(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
@@ -77,7 +66,7 @@ func (h *Handler) list(c echo.Context) error {
 }
 
 func (h *Handler) get(c echo.Context) error {
-	v, err := h.Ops.Get(c.Request().Context(), c.Param("vmclusterId"))
+	v, err := h.Svc.Get(c.Request().Context(), c.Param("vmclusterId"))
 	if err != nil {
 		return err
 	}
@@ -97,7 +86,7 @@ func (h *Handler) update(c echo.Context) error {
 	if verr != nil {
 		return verr
 	}
-	v, err := h.Ops.Update(c.Request().Context(), c.Param("vmclusterId"), req)
+	v, err := h.Svc.Update(c.Request().Context(), c.Param("vmclusterId"), req)
 	if err != nil {
 		return err
 	}
@@ -109,7 +98,7 @@ func (h *Handler) delete(c echo.Context) error {
 	if verr != nil {
 		return verr
 	}
-	v, err := h.Ops.Delete(c.Request().Context(), c.Param("vmclusterId"), pre)
+	v, err := h.Svc.Delete(c.Request().Context(), c.Param("vmclusterId"), pre)
 	if err != nil {
 		return err
 	}

@@ -8,76 +8,78 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 )
 
-// fakeOps records what reaches the service.
-type fakeOps struct {
-	mu      sync.Mutex
-	creates []CreateRequest
-	updates []UpdateRequest
-	lists   []ListRequest
-	ids     []string
+// handlerStore is the Kubernetes behind a real Service in the handler
+// tests: it holds the vmcluster c1 and records every write and list that
+// reaches it, so a test sees what a request changed.
+type handlerStore struct {
+	*fakeStore
+	creates []*helmv2.HelmRelease
+	lists   int
 }
 
-func (f *fakeOps) Create(_ context.Context, req CreateRequest) (VMCluster, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.creates = append(f.creates, req)
-	return VMCluster{Name: CollectionPrefix + req.Name, ID: "u-1", Status: StatusCreating, Endpoints: map[string]string{}, Values: req.Values}, nil
+func (s *handlerStore) CreateRelease(_ context.Context, hr *helmv2.HelmRelease) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hr.UID, hr.Generation, hr.ResourceVersion = "u-2", 1, "1"
+	s.creates = append(s.creates, hr.DeepCopy())
+	return nil
 }
 
-func (f *fakeOps) Get(_ context.Context, id string) (VMCluster, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.ids = append(f.ids, id)
-	if id == "c1" {
-		return VMCluster{Name: "vmclusters/c1", ID: "u-1", Status: StatusRunning, Endpoints: map[string]string{}}, nil
+func (s *handlerStore) List(context.Context) ([]*helmv2.HelmRelease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lists++
+	return nil, nil
+}
+
+// writes counts the writes that reached Kubernetes.
+func (s *handlerStore) writes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.creates) + len(s.patches) + len(s.deletes)
+}
+
+// patchedValues are the values of the last patch's /spec/values.
+func (s *handlerStore) patchedValues(t testing.TB) json.RawMessage {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ops []jsonPatchOp
+	if err := json.Unmarshal([]byte(s.patches[len(s.patches)-1]), &ops); err != nil {
+		t.Fatal(err)
 	}
-	return VMCluster{}, notFound(id)
-}
-
-func (f *fakeOps) List(_ context.Context, req ListRequest) (ListResponse, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lists = append(f.lists, req)
-	return ListResponse{}, nil
-}
-
-func (f *fakeOps) Update(_ context.Context, id string, req UpdateRequest) (VMCluster, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.ids = append(f.ids, id)
-	f.updates = append(f.updates, req)
-	return VMCluster{Name: "vmclusters/" + id, ID: "u-1", Status: StatusUpdating, Endpoints: map[string]string{}, Values: req.Values}, nil
-}
-
-func (f *fakeOps) Delete(_ context.Context, id string, _ Precondition) (VMCluster, error) {
-	return VMCluster{}, notFound(id)
-}
-
-func (f *fakeOps) calls() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.creates) + len(f.updates) + len(f.lists)
+	for _, op := range ops {
+		if op.Path == "/spec/values" {
+			b, _ := json.Marshal(op.Value)
+			return b
+		}
+	}
+	t.Fatalf("the patch sets no values: %s", s.patches[len(s.patches)-1])
+	return nil
 }
 
 const testBodyLimit = 4096
 
-func newTestHandler(t testing.TB) (http.Handler, *fakeOps) {
+// newTestHandler serves a real Service on a handlerStore holding c1.
+func newTestHandler(t *testing.T) (http.Handler, *handlerStore) {
 	t.Helper()
-	ops := &fakeOps{}
-	e, err := server.New(server.Options{MaxBodyBytes: testBodyLimit}, &Handler{Ops: ops})
+	svc, st := newLifecycleService(t, `{}`)
+	hs := &handlerStore{fakeStore: st}
+	svc.Store = hs
+	e, err := server.New(server.Options{MaxBodyBytes: testBodyLimit}, &Handler{Svc: svc})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e, ops
+	return e, hs
 }
 
 func do(h http.Handler, method, path string, body io.Reader) *httptest.ResponseRecorder {
@@ -108,7 +110,7 @@ func violationsOf(b apierror.Body) []apierror.FieldViolation {
 
 func TestHandlerCreate(t *testing.T) {
 	g := NewWithT(t)
-	h, ops := newTestHandler(t)
+	h, st := newTestHandler(t)
 
 	rec := do(h, http.MethodPost, BasePath, strings.NewReader(`{"name":"c1","values":{"x":1}}`))
 	g.Expect(rec.Code).To(Equal(http.StatusAccepted), rec.Body.String())
@@ -117,7 +119,9 @@ func TestHandlerCreate(t *testing.T) {
 	g.Expect(v).To(HaveKeyWithValue("name", "vmclusters/c1"))
 	g.Expect(v).To(HaveKeyWithValue("status", "CREATING"))
 	g.Expect(v).To(HaveKeyWithValue("values", map[string]any{"x": float64(1)}))
-	g.Expect(ops.creates).To(HaveLen(1))
+	g.Expect(st.creates).To(HaveLen(1))
+	g.Expect(st.creates[0].Name).To(Equal("c1"))
+	g.Expect(st.creates[0].Spec.Values.Raw).To(MatchJSON(`{"x":1}`))
 
 	rec = do(h, http.MethodPost, BasePath, strings.NewReader(`{"name":"Bad_Name","values":[],"zzz":1}`))
 	g.Expect(rec.Code).To(Equal(http.StatusBadRequest))
@@ -132,12 +136,12 @@ func TestHandlerCreate(t *testing.T) {
 		g.Expect(fv.Description).NotTo(BeEmpty())
 	}
 	g.Expect(fs).To(ConsistOf("name", "values", "zzz"))
-	g.Expect(ops.creates).To(HaveLen(1), "a rejected request never reaches the service")
+	g.Expect(st.writes()).To(Equal(1), "a rejected request writes nothing")
 }
 
 func TestHandlerBodyLimit(t *testing.T) {
 	g := NewWithT(t)
-	h, ops := newTestHandler(t)
+	h, st := newTestHandler(t)
 	big := `{"name":"c1","values":{"x":"` + strings.Repeat("a", testBodyLimit) + `"}}`
 
 	// Declared length over the limit.
@@ -152,12 +156,12 @@ func TestHandlerBodyLimit(t *testing.T) {
 	h.ServeHTTP(rec, req)
 	g.Expect(rec.Code).To(Equal(http.StatusBadRequest))
 	g.Expect(violationsOf(errorBody(t, rec))).To(ConsistOf(HaveField("Field", "body")))
-	g.Expect(ops.calls()).To(BeZero())
+	g.Expect(st.writes()).To(BeZero())
 }
 
 func TestHandlerReadAndList(t *testing.T) {
 	g := NewWithT(t)
-	h, ops := newTestHandler(t)
+	h, st := newTestHandler(t)
 
 	rec := do(h, http.MethodGet, BasePath+"/c1", nil)
 	g.Expect(rec.Code).To(Equal(http.StatusOK))
@@ -174,25 +178,24 @@ func TestHandlerReadAndList(t *testing.T) {
 	rec = do(h, http.MethodGet, BasePath+"?page_size=2&status=RUNNING", nil)
 	g.Expect(rec.Code).To(Equal(http.StatusOK))
 	g.Expect(rec.Body.String()).To(MatchJSON(`{"vmclusters":[]}`))
-	g.Expect(ops.lists).To(Equal([]ListRequest{{PageSize: 2, Status: StatusRunning}}))
+	g.Expect(st.lists).To(Equal(1))
 
 	rec = do(h, http.MethodGet, BasePath+"?page_token=garbage&page_size=5000", nil)
 	g.Expect(rec.Code).To(Equal(http.StatusBadRequest))
 	g.Expect(violationsOf(errorBody(t, rec))).To(ConsistOf(HaveField("Field", "page_token"), HaveField("Field", "page_size")))
-	g.Expect(ops.lists).To(HaveLen(1))
+	g.Expect(st.lists).To(Equal(1), "a rejected list never reaches Kubernetes")
 }
 
 // fuzzHandler drives a body through the real handler chain and checks the
 // contract: never a panic; a rejection is a 400 with at least one field
-// violation and never reaches the service; an acceptance reaches it with
-// a valid request.
-func fuzzHandler(f *testing.F, method, path string, check func(t *testing.T, ops *fakeOps)) {
+// violation and writes nothing; an acceptance writes a valid object.
+func fuzzHandler(f *testing.F, method, path string, check func(t *testing.T, st *handlerStore)) {
 	f.Fuzz(func(t *testing.T, body []byte) {
-		h, ops := newTestHandler(t)
+		h, st := newTestHandler(t)
 		rec := do(h, method, path, bytes.NewReader(body))
 		switch rec.Code {
 		case http.StatusAccepted:
-			check(t, ops)
+			check(t, st)
 		case http.StatusBadRequest:
 			b := errorBody(t, rec)
 			if b.Error.Status != apierror.StatusInvalidArgument || len(violationsOf(b)) == 0 {
@@ -203,8 +206,8 @@ func fuzzHandler(f *testing.F, method, path string, check func(t *testing.T, ops
 					t.Fatalf("empty field violation: %s", rec.Body.String())
 				}
 			}
-			if ops.calls() != 0 {
-				t.Fatalf("a rejected request reached the service")
+			if st.writes() != 0 {
+				t.Fatalf("a rejected request wrote to Kubernetes")
 			}
 		default:
 			t.Fatalf("unexpected status %d: %s", rec.Code, rec.Body.String())
@@ -227,33 +230,33 @@ func addSeeds(f *testing.F) {
 
 func FuzzCreateRequest(f *testing.F) {
 	addSeeds(f)
-	fuzzHandler(f, http.MethodPost, BasePath, func(t *testing.T, ops *fakeOps) {
-		if len(ops.creates) != 1 {
-			t.Fatalf("accepted create did not reach the service once")
+	fuzzHandler(f, http.MethodPost, BasePath, func(t *testing.T, st *handlerStore) {
+		if len(st.creates) != 1 {
+			t.Fatalf("accepted create did not create one HelmRelease")
 		}
-		req := ops.creates[0]
-		if msgs := ValidateName(req.Name); len(msgs) > 0 {
-			t.Fatalf("accepted invalid name %q: %v", req.Name, msgs)
+		hr := st.creates[0]
+		if msgs := ValidateName(hr.Name); len(msgs) > 0 {
+			t.Fatalf("accepted invalid name %q: %v", hr.Name, msgs)
 		}
 		var m map[string]any
-		if err := json.Unmarshal(req.Values, &m); err != nil || m == nil {
-			t.Fatalf("accepted values that are not an object: %s", req.Values)
+		if err := json.Unmarshal(hr.Spec.Values.Raw, &m); err != nil || m == nil {
+			t.Fatalf("accepted values that are not an object: %s", hr.Spec.Values.Raw)
 		}
-		if req.Version != "" && ValidateVersion(req.Version) != "" {
-			t.Fatalf("accepted invalid version %q", req.Version)
+		if v := hr.Spec.Chart.Spec.Version; ValidateVersion(v) != "" {
+			t.Fatalf("accepted invalid version %q", v)
 		}
 	})
 }
 
 func FuzzUpdateRequest(f *testing.F) {
 	addSeeds(f)
-	fuzzHandler(f, http.MethodPut, BasePath+"/c1", func(t *testing.T, ops *fakeOps) {
-		if len(ops.updates) != 1 {
-			t.Fatalf("accepted update did not reach the service once")
+	fuzzHandler(f, http.MethodPut, BasePath+"/c1", func(t *testing.T, st *handlerStore) {
+		if len(st.patches) != 1 {
+			t.Fatalf("accepted update did not patch the HelmRelease once")
 		}
 		var m map[string]any
-		if err := json.Unmarshal(ops.updates[0].Values, &m); err != nil || m == nil {
-			t.Fatalf("accepted values that are not an object: %s", ops.updates[0].Values)
+		if values := st.patchedValues(t); json.Unmarshal(values, &m) != nil || m == nil {
+			t.Fatalf("accepted values that are not an object: %s", values)
 		}
 	})
 }

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
-	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 )
 
 // fakeStore serves one HelmRelease; cached is what the cache returns and
@@ -242,31 +241,10 @@ func TestDeleteBlockedAndETag(t *testing.T) {
 	g.Expect(st.live).To(BeNil())
 }
 
-// etagOps answers with an etag and records preconditions.
-type etagOps struct {
-	fakeOps
-	pre []Precondition
-}
-
-func (o *etagOps) Get(_ context.Context, id string) (VMCluster, error) {
-	return VMCluster{Name: CollectionPrefix + id, ID: "u-1", ETag: "abc", Endpoints: map[string]string{}}, nil
-}
-
-func (o *etagOps) Update(ctx context.Context, id string, req UpdateRequest) (VMCluster, error) {
-	o.pre = append(o.pre, req.Precondition)
-	return o.Get(ctx, id)
-}
-
-func (o *etagOps) Delete(_ context.Context, id string, pre Precondition) (VMCluster, error) {
-	o.pre = append(o.pre, pre)
-	return VMCluster{Name: CollectionPrefix + id}, nil
-}
-
 func TestHandlerETag(t *testing.T) {
 	g := NewWithT(t)
-	ops := &etagOps{}
-	h, err := server.New(server.Options{MaxBodyBytes: testBodyLimit}, &Handler{Ops: ops})
-	g.Expect(err).NotTo(HaveOccurred())
+	h, st := newTestHandler(t)
+	etag := ETagOf(st.cached)
 	send := func(method, path, body, ifMatch string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -280,24 +258,34 @@ func TestHandlerETag(t *testing.T) {
 
 	rec := send(http.MethodGet, BasePath+"/c1", "", "")
 	g.Expect(rec.Code).To(Equal(http.StatusOK))
-	g.Expect(rec.Header().Get("ETag")).To(Equal(`"abc"`))
-	g.Expect(rec.Body.String()).To(ContainSubstring(`"etag":"abc"`))
-
-	rec = send(http.MethodPut, BasePath+"/c1", `{"values":{},"etag":"abc","allow_data_loss":true}`, `"abc"`)
-	g.Expect(rec.Code).To(Equal(http.StatusAccepted), rec.Body.String())
-	g.Expect(rec.Header().Get("ETag")).To(Equal(`"abc"`))
-	rec = send(http.MethodDelete, BasePath+"/c1", "", `W/"abc"`)
-	g.Expect(rec.Code).To(Equal(http.StatusAccepted), rec.Body.String())
-	g.Expect(ops.pre).To(Equal([]Precondition{{ETags: []string{"abc"}}, {ETags: []string{"abc"}}}))
+	g.Expect(rec.Header().Get("ETag")).To(Equal(HeaderETag(etag)))
+	g.Expect(rec.Body.String()).To(ContainSubstring(`"etag":"` + etag + `"`))
 
 	// A body etag that contradicts the header, and a bad type.
-	rec = send(http.MethodPut, BasePath+"/c1", `{"values":{},"etag":"def"}`, `"abc"`)
+	rec = send(http.MethodPut, BasePath+"/c1", `{"values":{},"etag":"def"}`, HeaderETag(etag))
 	g.Expect(rec.Code).To(Equal(http.StatusBadRequest))
 	g.Expect(violationsOf(errorBody(t, rec))[0].Field).To(Equal("etag"))
 	rec = send(http.MethodPut, BasePath+"/c1", `{"values":{},"allow_data_loss":"yes"}`, "")
 	g.Expect(rec.Code).To(Equal(http.StatusBadRequest))
 	g.Expect(violationsOf(errorBody(t, rec))[0].Field).To(Equal("allow_data_loss"))
-	g.Expect(ops.pre).To(HaveLen(2), "rejected requests never reach the service")
+	g.Expect(st.writes()).To(BeZero(), "rejected requests write nothing")
+
+	// A stale etag, in the header or the body, is refused by the service.
+	rec = send(http.MethodPut, BasePath+"/c1", `{"values":{}}`, `"stale"`)
+	g.Expect(rec.Code).To(Equal(http.StatusPreconditionFailed), rec.Body.String())
+	rec = send(http.MethodDelete, BasePath+"/c1", "", `W/"stale"`)
+	g.Expect(rec.Code).To(Equal(http.StatusPreconditionFailed), rec.Body.String())
+	g.Expect(st.writes()).To(BeZero())
+
+	rec = send(http.MethodPut, BasePath+"/c1", `{"values":{},"etag":"`+etag+`","allow_data_loss":true}`, HeaderETag(etag))
+	g.Expect(rec.Code).To(Equal(http.StatusAccepted), rec.Body.String())
+	updated := ETagOf(st.live)
+	g.Expect(updated).NotTo(Equal(etag))
+	g.Expect(rec.Header().Get("ETag")).To(Equal(HeaderETag(updated)))
+	g.Expect(st.patches).To(HaveLen(1))
+	rec = send(http.MethodDelete, BasePath+"/c1", "", `W/"`+updated+`"`)
+	g.Expect(rec.Code).To(Equal(http.StatusAccepted), rec.Body.String())
+	g.Expect(st.deletes).To(Equal([]bool{true}), "the delete carries the precondition's resourceVersion")
 
 	// POST refuses allow_data_loss (a create loses nothing) and ignores an
 	// echoed etag.

@@ -13,10 +13,12 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 )
 
@@ -70,6 +72,17 @@ type Service struct {
 	// Watch streams the list's changes (?watch=true); nil: a watch is a
 	// 503.
 	Watch *watch.Hub
+	// Caller names the authenticated caller of a request (for the
+	// initiated-by annotation); nil: none is recorded.
+	Caller func(context.Context) string
+}
+
+// ReleaseRef names a HelmRelease for audit lines and Events.
+func ReleaseRef(hr *helmv2.HelmRelease) corev1.ObjectReference {
+	return corev1.ObjectReference{
+		APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind,
+		Namespace: hr.Namespace, Name: hr.Name, UID: hr.UID, ResourceVersion: hr.ResourceVersion,
+	}
 }
 
 // Seeder is the restores API as a create with restore_from needs it.
@@ -194,6 +207,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (VMCluster, err
 		}
 	}
 	hr := s.Translator.Release(req, s.now())
+	auth.StampCaller(ctx, s.Caller, hr)
 	err := s.Store.CreateRelease(ctx, hr)
 	if apierrors.IsAlreadyExists(err) {
 		return s.createExisting(ctx, req)
@@ -207,6 +221,7 @@ func (s *Service) Create(ctx context.Context, req CreateRequest) (VMCluster, err
 	if err != nil {
 		return VMCluster{}, fmt.Errorf("creating HelmRelease %s: %w", klog.KObj(hr), err)
 	}
+	auth.RecordTarget(ctx, ReleaseRef(hr), "CreatedThroughAPI", "Created")
 	log.Info("Created vmcluster", "helmRelease", klog.KObj(hr), "uid", hr.UID, "chartVersion", hr.Spec.Chart.Spec.Version)
 	if req.RestoreFrom != nil {
 		// The release is held until this restore exists and ran; a crash
@@ -379,6 +394,7 @@ func (s *Service) Update(ctx context.Context, id string, req UpdateRequest) (VMC
 		patched = hr.DeepCopy()
 		err = s.Store.PatchRelease(ctx, patched, patch)
 		if err == nil {
+			auth.RecordTarget(ctx, ReleaseRef(patched), "UpdatedThroughAPI", "Updated")
 			break
 		}
 		switch {
@@ -579,6 +595,7 @@ func (s *Service) Delete(ctx context.Context, id string, pre Precondition) (VMCl
 		}
 		err = s.Store.DeleteRelease(ctx, hr, !pre.IsZero())
 		if err == nil {
+			auth.RecordTarget(ctx, ReleaseRef(hr), "DeletedThroughAPI", "Deletion requested")
 			break
 		}
 		switch {

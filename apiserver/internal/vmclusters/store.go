@@ -8,7 +8,6 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,9 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
-	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
 // UIDIndex is the cache index of HelmReleases by metadata.uid.
@@ -33,7 +29,8 @@ func IndexUID(ctx context.Context, c cache.Cache) error {
 }
 
 // KubeStore is the Store on a controller-runtime cache (reads) and an
-// uncached client (writes, under the field manager).
+// uncached client (writes, under the field manager). It only reads and
+// writes: who asked, the audit record and every rule are the service's.
 type KubeStore struct {
 	// Cache holds the managed HelmReleases of Namespace, indexed by UID.
 	Cache client.Reader
@@ -103,36 +100,13 @@ func (s *KubeStore) GetLive(ctx context.Context, name string) (*helmv2.HelmRelea
 }
 
 // CreateRelease implements Store.
-// The authenticated caller is recorded in the initiated-by annotation.
 func (s *KubeStore) CreateRelease(ctx context.Context, hr *helmv2.HelmRelease) error {
-	if who := auth.CallerName(ctx); who != "" {
-		if hr.Annotations == nil {
-			hr.Annotations = map[string]string{}
-		}
-		hr.Annotations[opsv1.AnnotationInitiatedBy] = who
-	}
-	if err := s.Client.Create(ctx, hr); err != nil {
-		return err
-	}
-	auth.RecordTarget(ctx, releaseRef(hr), "CreatedThroughAPI", "Created")
-	return nil
-}
-
-// releaseRef names a HelmRelease for audit lines and Events.
-func releaseRef(hr *helmv2.HelmRelease) corev1.ObjectReference {
-	return corev1.ObjectReference{
-		APIVersion: helmv2.GroupVersion.String(), Kind: helmv2.HelmReleaseKind,
-		Namespace: hr.Namespace, Name: hr.Name, UID: hr.UID, ResourceVersion: hr.ResourceVersion,
-	}
+	return s.Client.Create(ctx, hr)
 }
 
 // PatchRelease implements Store.
 func (s *KubeStore) PatchRelease(ctx context.Context, hr *helmv2.HelmRelease, patch []byte) error {
-	if err := s.Client.Patch(ctx, hr, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-		return err
-	}
-	auth.RecordTarget(ctx, releaseRef(hr), "UpdatedThroughAPI", "Updated")
-	return nil
+	return s.Client.Patch(ctx, hr, client.RawPatch(types.JSONPatchType, patch))
 }
 
 // DeleteRelease implements Store.
@@ -141,11 +115,7 @@ func (s *KubeStore) DeleteRelease(ctx context.Context, hr *helmv2.HelmRelease, c
 	if checkVersion {
 		pre.ResourceVersion = &hr.ResourceVersion
 	}
-	if err := s.Client.Delete(ctx, hr, pre, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-		return err
-	}
-	auth.RecordTarget(ctx, releaseRef(hr), "DeletedThroughAPI", "Deletion requested")
-	return nil
+	return s.Client.Delete(ctx, hr, pre, client.PropagationPolicy(metav1.DeletePropagationBackground))
 }
 
 // ApplySource implements Store with server-side apply: the apiserver owns
