@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"strconv"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -53,16 +52,6 @@ func (s *Service) now() time.Time {
 
 func notFound(id string) *apierror.Error {
 	return apierror.NotFound(ReasonNotFound, "component %q not found", truncate(id, 80)).WithMetadata("componentId", truncate(id, 80))
-}
-
-func preconditionFailed(name, current string) *apierror.Error {
-	return (&apierror.Error{
-		Code:   http.StatusPreconditionFailed,
-		Status: apierror.StatusFailedPrecondition,
-		Reason: vmclusters.ReasonETagMismatch,
-		Message: "component " + strconv.Quote(name) + " was changed since the etag was read; " +
-			"GET it again, re-apply the change and retry with the new etag",
-	}).WithMetadata("etag", current)
 }
 
 // translator is the vmclusters translator of one catalog entry.
@@ -229,9 +218,11 @@ func (s *Service) List(ctx context.Context, req vmclusters.ListRequest) (ListRes
 	return ListResponse{Components: page, NextPageToken: next}, nil
 }
 
-// maxWriteAttempts bounds the retries of a PUT or DELETE whose write
-// conflicted with another writer (Flux writes status constantly).
-const maxWriteAttempts = 5
+// releases writes the service's HelmReleases.
+func (s *Service) releases() vmclusters.Releases {
+	return vmclusters.Releases{Store: s.Store, Kind: "component", Managed: IsManaged,
+		NotFound: func(id string) error { return notFound(id) }}
+}
 
 // Update replaces the values of a component and optionally moves it to
 // another chart version of its catalog entry.
@@ -251,85 +242,33 @@ func (s *Service) Update(ctx context.Context, id string, req UpdateRequest) (Com
 	if msg := e.Source.CheckVersion(req.Version); msg != "" {
 		return Component{}, apierror.InvalidArgument("the request is invalid", apierror.Violation("version", "%s", msg))
 	}
-	var patched *helmv2.HelmRelease
-	for attempt := 1; ; attempt++ {
-		if hr, err = s.checkPrecondition(ctx, hr, req.Precondition); err != nil {
-			return Component{}, err
-		}
+	patched, err := s.releases().Patch(ctx, hr, id, req.Precondition, func(hr *helmv2.HelmRelease) ([]byte, error) {
 		if hr.DeletionTimestamp != nil {
-			return Component{}, apierror.FailedPrecondition(ReasonDeleting, "component %q is being deleted", hr.Name)
+			return nil, apierror.FailedPrecondition(ReasonDeleting, "component %q is being deleted", hr.Name)
 		}
 		version := req.Version
 		if version == "" {
 			version = hr.Spec.Chart.Spec.Version
 		}
 		if fvs := e.Source.CheckValues(version, req.Values); len(fvs) > 0 {
-			return Component{}, apierror.InvalidArgument("the values do not match the chart's values schema", fvs...).WithReason(vmclusters.ReasonInvalidValues)
+			return nil, apierror.InvalidArgument("the values do not match the chart's values schema", fvs...).WithReason(vmclusters.ReasonInvalidValues)
 		}
 		patch, err := s.translator(e).UpdatePatch(hr, req.Values, req.Version, false, s.now())
 		if err != nil {
-			return Component{}, apierror.Internal(err)
+			return nil, apierror.Internal(err)
 		}
-		patched = hr.DeepCopy()
-		err = s.Store.PatchRelease(ctx, patched, patch)
-		if err == nil {
-			auth.RecordTarget(ctx, vmclusters.ReleaseRef(patched), "UpdatedThroughAPI", "Updated")
-			break
-		}
-		switch {
-		case apierrors.IsNotFound(err):
-			return Component{}, notFound(id)
-		case apierrors.IsConflict(err) && attempt < maxWriteAttempts:
-			if hr, err = s.reread(ctx, hr, id); err != nil {
-				return Component{}, err
-			}
-			continue
-		case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
-			return Component{}, apierror.Aborted(apierror.ReasonConflict,
-				"component %q changed while it was being updated; retry the request", hr.Name).WithCause(err)
-		}
-		return Component{}, fmt.Errorf("patching HelmRelease %s: %w", klog.KObj(hr), err)
+		return patch, nil
+	}, nil)
+	if err != nil {
+		return Component{}, err
 	}
 	if err := s.Store.ApplySource(ctx, Source(s.translator(e), patched, s.now())); err != nil {
 		return Component{}, fmt.Errorf("applying the HelmRepository of %s: %w", klog.KObj(hr), err)
 	}
 	logr.FromContextOrDiscard(ctx).Info("Updated component", "helmRelease", klog.KObj(hr),
 		"generation", patched.Generation, "chartVersion", patched.Spec.Chart.Spec.Version)
-	gen := patched.Generation
-	s.Store.WaitForCache(ctx, hr.Name, func(c *helmv2.HelmRelease) bool { return c != nil && c.Generation >= gen })
+	s.releases().WaitForGeneration(ctx, patched)
 	return View(patched, true), nil
-}
-
-// checkPrecondition checks the etag against hr (from the cache), then
-// against the live object before answering 412.
-func (s *Service) checkPrecondition(ctx context.Context, hr *helmv2.HelmRelease, pre vmclusters.Precondition) (*helmv2.HelmRelease, error) {
-	if pre.Matches(vmclusters.ETagOf(hr)) {
-		return hr, nil
-	}
-	live, err := s.reread(ctx, hr, hr.Name)
-	if err != nil {
-		return nil, err
-	}
-	if !pre.Matches(vmclusters.ETagOf(live)) {
-		return nil, preconditionFailed(hr.Name, vmclusters.ETagOf(live))
-	}
-	return live, nil
-}
-
-// reread reads hr again from the API server; a component deleted or
-// recreated meanwhile is not found.
-func (s *Service) reread(ctx context.Context, hr *helmv2.HelmRelease, id string) (*helmv2.HelmRelease, error) {
-	live, err := s.Store.GetLive(ctx, hr.Name)
-	if apierrors.IsNotFound(err) {
-		return nil, notFound(id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading HelmRelease %s: %w", klog.KObj(hr), err)
-	}
-	if live.UID != hr.UID || !IsManaged(live) {
-		return nil, notFound(id)
-	}
-	return live, nil
 }
 
 // checkIdentity rejects a PUT body whose echoed identity fields differ
@@ -361,40 +300,9 @@ func (s *Service) Delete(ctx context.Context, id string, pre vmclusters.Precondi
 	if err != nil {
 		return Component{}, err
 	}
-	for attempt := 1; ; attempt++ {
-		if hr, err = s.checkPrecondition(ctx, hr, pre); err != nil {
-			return Component{}, err
-		}
-		if hr.DeletionTimestamp != nil {
-			break
-		}
-		err = s.Store.DeleteRelease(ctx, hr, !pre.IsZero())
-		if err == nil {
-			auth.RecordTarget(ctx, vmclusters.ReleaseRef(hr), "DeletedThroughAPI", "Deletion requested")
-			break
-		}
-		switch {
-		case apierrors.IsNotFound(err):
-			return Component{}, notFound(id)
-		case apierrors.IsConflict(err) && !pre.IsZero() && attempt < maxWriteAttempts:
-			if hr, err = s.reread(ctx, hr, id); err != nil {
-				return Component{}, err
-			}
-			continue
-		case apierrors.IsConflict(err):
-			return Component{}, apierror.Aborted(apierror.ReasonConflict,
-				"component %q changed while it was being deleted; retry the request", hr.Name).WithCause(err)
-		}
-		return Component{}, fmt.Errorf("deleting HelmRelease %s: %w", klog.KObj(hr), err)
+	if hr, err = s.releases().Delete(ctx, hr, id, pre, nil); err != nil {
+		return Component{}, err
 	}
-	if err := s.Store.DeleteSources(ctx, hr.Name); err != nil {
-		return Component{}, fmt.Errorf("deleting the HelmRepository of %s: %w", klog.KObj(hr), err)
-	}
-	logr.FromContextOrDiscard(ctx).Info("Deleted component", "helmRelease", klog.KObj(hr), "uid", hr.UID)
-	uid := hr.UID
-	s.Store.WaitForCache(ctx, hr.Name, func(c *helmv2.HelmRelease) bool {
-		return c == nil || c.UID != uid || c.DeletionTimestamp != nil
-	})
 	v := View(hr, true)
 	v.Status, v.StatusReason, v.StatusMessage = vmclusters.StatusDeleting, "Deleting", "the Helm release is being uninstalled"
 	return v, nil

@@ -3,7 +3,6 @@ package vmclusters
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -116,15 +115,4 @@ func ParseIfMatch(header []string, body *string) (Precondition, *apierror.Error)
 		}
 	}
 	return p, nil
-}
-
-// preconditionFailed is the 412 of a stale etag.
-func preconditionFailed(name, current string) *apierror.Error {
-	return (&apierror.Error{
-		Code:   http.StatusPreconditionFailed,
-		Status: apierror.StatusFailedPrecondition,
-		Reason: ReasonETagMismatch,
-		Message: "vmcluster " + strconv.Quote(name) + " was changed since the etag was read; " +
-			"GET it again, re-apply the change and retry with the new etag",
-	}).WithMetadata("etag", current)
 }

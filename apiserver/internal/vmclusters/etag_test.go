@@ -81,7 +81,7 @@ func TestPreconditionMatches(t *testing.T) {
 	g.Expect(Precondition{Any: true}.Matches("x")).To(BeTrue())
 	g.Expect(Precondition{ETags: []string{"a", "x"}}.Matches("x")).To(BeTrue())
 	g.Expect(Precondition{ETags: []string{"a"}}.Matches("x")).To(BeFalse())
-	e := preconditionFailed("c1", "now")
+	e := PreconditionFailed("vmcluster", "c1", "now")
 	g.Expect(e.Code).To(Equal(http.StatusPreconditionFailed))
 	g.Expect(e.Reason).To(Equal(ReasonETagMismatch))
 }

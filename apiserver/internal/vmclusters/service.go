@@ -359,9 +359,11 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 	return ListResponse{VMClusters: page, NextPageToken: next}, nil
 }
 
-// maxWriteAttempts bounds the retries of a PUT or DELETE whose write
-// conflicted with another writer (Flux writes status constantly).
-const maxWriteAttempts = 5
+// releases writes the service's HelmReleases.
+func (s *Service) releases() Releases {
+	return Releases{Store: s.Store, Kind: "vmcluster", Managed: IsManaged,
+		NotFound: func(id string) error { return notFound(id) }}
+}
 
 // Update replaces the values of a vmcluster and optionally moves it to
 // another chart version (a Helm upgrade by Flux). The etag precondition
@@ -379,46 +381,18 @@ func (s *Service) Update(ctx context.Context, id string, req UpdateRequest) (VMC
 	if msg := s.Translator.Chart.CheckVersion(req.Version); msg != "" {
 		return VMCluster{}, apierror.InvalidArgument("the request is invalid", apierror.Violation("helm_release_info.version", "%s", msg))
 	}
-	var patched *helmv2.HelmRelease
-	for attempt := 1; ; attempt++ {
-		if hr, err = s.checkPrecondition(ctx, hr, req.Precondition); err != nil {
-			return VMCluster{}, err
-		}
+	patched, err := s.releases().Patch(ctx, hr, id, req.Precondition, func(hr *helmv2.HelmRelease) ([]byte, error) {
 		if err := s.checkUpdate(hr, req); err != nil {
-			return VMCluster{}, err
+			return nil, err
 		}
 		patch, err := s.Translator.UpdatePatch(hr, req.Values, req.Version, req.AllowDataLoss, s.now())
 		if err != nil {
-			return VMCluster{}, apierror.Internal(err)
+			return nil, apierror.Internal(err)
 		}
-		patched = hr.DeepCopy()
-		err = s.Store.PatchRelease(ctx, patched, patch)
-		if err == nil {
-			auth.RecordTarget(ctx, ReleaseRef(patched), "UpdatedThroughAPI", "Updated")
-			break
-		}
-		switch {
-		case apierrors.IsNotFound(err):
-			return VMCluster{}, notFound(id)
-		case apierrors.IsConflict(err) && attempt < maxWriteAttempts:
-			// Another writer (usually Flux, on status) changed the object
-			// since it was read: read it again and check again.
-			if hr, err = s.reread(ctx, hr, id); err != nil {
-				return VMCluster{}, err
-			}
-			continue
-		case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy"):
-			// An admission policy of the cluster refused what the
-			// guards above allowed.
-			return VMCluster{}, apierror.FailedPrecondition(ReasonDataLoss,
-				"the cluster's admission policy refused the change: %s", admissionMessage(err)).WithCause(err)
-		case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
-			// The JSON patch test of the UID failed (the object was
-			// recreated) or the object kept changing under us.
-			return VMCluster{}, apierror.Aborted(apierror.ReasonConflict,
-				"vmcluster %q changed while it was being updated; retry the request", hr.Name).WithCause(err)
-		}
-		return VMCluster{}, fmt.Errorf("patching HelmRelease %s: %w", klog.KObj(hr), err)
+		return patch, nil
+	}, admissionRefusal)
+	if err != nil {
+		return VMCluster{}, err
 	}
 	// Ask the source to look again too, so a chart version published
 	// since its last check is found now.
@@ -427,9 +401,18 @@ func (s *Service) Update(ctx context.Context, id string, req UpdateRequest) (VMC
 	}
 	logr.FromContextOrDiscard(ctx).Info("Updated vmcluster", "helmRelease", klog.KObj(hr),
 		"generation", patched.Generation, "chartVersion", patched.Spec.Chart.Spec.Version, "allowDataLoss", req.AllowDataLoss)
-	gen := patched.Generation
-	s.Store.WaitForCache(ctx, hr.Name, func(c *helmv2.HelmRelease) bool { return c != nil && c.Generation >= gen })
+	s.releases().WaitForGeneration(ctx, patched)
 	return s.Translator.View(patched, true), nil
+}
+
+// admissionRefusal answers an admission policy of the cluster refusing
+// what the service's guards allowed (nil for any other Invalid error).
+func admissionRefusal(err error) error {
+	if !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") {
+		return nil
+	}
+	return apierror.FailedPrecondition(ReasonDataLoss,
+		"the cluster's admission policy refused the change: %s", admissionMessage(err)).WithCause(err)
 }
 
 // admissionMessage is the policy's own message out of an admission
@@ -487,40 +470,6 @@ func (s *Service) checkUpdate(hr *helmv2.HelmRelease, req UpdateRequest) error {
 			WithReason(ReasonDataLoss)
 	}
 	return nil
-}
-
-// checkPrecondition checks the request's etag against hr, read from the
-// cache; on a mismatch it reads the live object before answering 412, so
-// a cache a moment behind a client that just wrote is not a failure. It
-// returns the object the check passed on.
-func (s *Service) checkPrecondition(ctx context.Context, hr *helmv2.HelmRelease, pre Precondition) (*helmv2.HelmRelease, error) {
-	if pre.Matches(ETagOf(hr)) {
-		return hr, nil
-	}
-	live, err := s.reread(ctx, hr, hr.Name)
-	if err != nil {
-		return nil, err
-	}
-	if !pre.Matches(ETagOf(live)) {
-		return nil, preconditionFailed(hr.Name, ETagOf(live))
-	}
-	return live, nil
-}
-
-// reread reads hr again from the API server; a vmcluster deleted or
-// recreated meanwhile is not found.
-func (s *Service) reread(ctx context.Context, hr *helmv2.HelmRelease, id string) (*helmv2.HelmRelease, error) {
-	live, err := s.Store.GetLive(ctx, hr.Name)
-	if apierrors.IsNotFound(err) {
-		return nil, notFound(id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading HelmRelease %s: %w", klog.KObj(hr), err)
-	}
-	if live.UID != hr.UID || !IsManaged(live) {
-		return nil, notFound(id)
-	}
-	return live, nil
 }
 
 // checkNotInUse refuses to delete a vmcluster whose VMCluster (named
@@ -583,43 +532,9 @@ func (s *Service) Delete(ctx context.Context, id string, pre Precondition) (VMCl
 	if err != nil {
 		return VMCluster{}, err
 	}
-	for attempt := 1; ; attempt++ {
-		if hr, err = s.checkPrecondition(ctx, hr, pre); err != nil {
-			return VMCluster{}, err
-		}
-		if hr.DeletionTimestamp != nil {
-			break
-		}
-		if err := s.checkNotInUse(ctx, hr); err != nil {
-			return VMCluster{}, err
-		}
-		err = s.Store.DeleteRelease(ctx, hr, !pre.IsZero())
-		if err == nil {
-			auth.RecordTarget(ctx, ReleaseRef(hr), "DeletedThroughAPI", "Deletion requested")
-			break
-		}
-		switch {
-		case apierrors.IsNotFound(err):
-			return VMCluster{}, notFound(id)
-		case apierrors.IsConflict(err) && !pre.IsZero() && attempt < maxWriteAttempts:
-			if hr, err = s.reread(ctx, hr, id); err != nil {
-				return VMCluster{}, err
-			}
-			continue
-		case apierrors.IsConflict(err):
-			return VMCluster{}, apierror.Aborted(apierror.ReasonConflict,
-				"vmcluster %q changed while it was being deleted; retry the request", hr.Name).WithCause(err)
-		}
-		return VMCluster{}, fmt.Errorf("deleting HelmRelease %s: %w", klog.KObj(hr), err)
+	if hr, err = s.releases().Delete(ctx, hr, id, pre, s.checkNotInUse); err != nil {
+		return VMCluster{}, err
 	}
-	if err := s.Store.DeleteSources(ctx, hr.Name); err != nil {
-		return VMCluster{}, fmt.Errorf("deleting the HelmRepository of %s: %w", klog.KObj(hr), err)
-	}
-	logr.FromContextOrDiscard(ctx).Info("Deleted vmcluster", "helmRelease", klog.KObj(hr), "uid", hr.UID)
-	uid := hr.UID
-	s.Store.WaitForCache(ctx, hr.Name, func(c *helmv2.HelmRelease) bool {
-		return c == nil || c.UID != uid || c.DeletionTimestamp != nil
-	})
 	v := s.Translator.View(hr, true)
 	v.Status, v.StatusReason, v.StatusMessage = StatusDeleting, "Deleting", "the Helm release is being uninstalled"
 	v.Endpoints = map[string]string{}
