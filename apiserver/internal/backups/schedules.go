@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sort"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -24,7 +23,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
-	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -395,22 +394,18 @@ func (s *Service) ListSchedules(ctx context.Context, vmclusterID string, req Lis
 	if err != nil {
 		return ScheduleListResponse{}, err
 	}
-	sort.Slice(items, func(i, j int) bool { return items[i].Name < items[j].Name })
-	start := 0
+	from := ""
 	if req.After != nil {
-		start = sort.Search(len(items), func(i int) bool { return items[i].Name > req.After.Name })
+		from = req.After.Name
 	}
-	size := req.PageSize
-	if size <= 0 {
-		size = pagetoken.DefaultPageSize
+	compare, after := listing.ByName(func(o *opsv1.ClusterBackupSchedule) string { return o.Name }, from)
+	page, more := listing.Page(listing.Pointers(items), compare, after, req.PageSize)
+	out := ScheduleListResponse{BackupSchedules: make([]BackupSchedule, 0, len(page))}
+	for _, o := range page {
+		out.BackupSchedules = append(out.BackupSchedules, toSchedule(o))
 	}
-	end := min(start+size, len(items))
-	out := ScheduleListResponse{BackupSchedules: make([]BackupSchedule, 0, end-start)}
-	for i := start; i < end; i++ {
-		out.BackupSchedules = append(out.BackupSchedules, toSchedule(&items[i]))
-	}
-	if end < len(items) && end > start {
-		out.NextPageToken = encodeCursor(cursor{Name: items[end-1].Name, VMCluster: t.key()})
+	if more {
+		out.NextPageToken = encodeCursor(cursor{Name: page[len(page)-1].Name, VMCluster: t.key()})
 	}
 	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"sort"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -20,7 +19,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
-	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -360,45 +359,17 @@ func (s *Service) List(ctx context.Context, vmclusterID string, req ListRequest)
 	if err != nil {
 		return ListResponse{}, err
 	}
-	page, next := paginate(items, t.key(), req)
-	out := ListResponse{Backups: make([]Backup, 0, len(page)), NextPageToken: next}
-	for i := range page {
-		out.Backups = append(out.Backups, toBackup(&page[i]))
+	compare, after := listing.NewestFirst(listing.KeyOf[*opsv1.ClusterBackup], req.After.key())
+	page, more := listing.Page(listing.Pointers(items), compare, after, req.PageSize)
+	out := ListResponse{Backups: make([]Backup, 0, len(page))}
+	for _, o := range page {
+		out.Backups = append(out.Backups, toBackup(o))
+	}
+	if more {
+		last := page[len(page)-1]
+		out.NextPageToken = encodeCursor(cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, VMCluster: t.key()})
 	}
 	return out, nil
-}
-
-// paginate sorts items newest first and returns the page after req.After
-// and the token of the next page ("" on the last page).
-func paginate(items []opsv1.ClusterBackup, vmclusterID string, req ListRequest) ([]opsv1.ClusterBackup, string) {
-	sort.Slice(items, func(i, j int) bool { return newer(&items[i], &items[j]) })
-	start := 0
-	if a := req.After; a != nil {
-		start = sort.Search(len(items), func(i int) bool {
-			ti := items[i].CreationTimestamp.Unix()
-			return ti < a.Created || ti == a.Created && items[i].Name > a.Name
-		})
-	}
-	size := req.PageSize
-	if size <= 0 {
-		size = pagetoken.DefaultPageSize
-	}
-	end := min(start+size, len(items))
-	page := items[start:end]
-	if end < len(items) && len(page) > 0 {
-		last := page[len(page)-1]
-		return page, encodeCursor(cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, VMCluster: vmclusterID})
-	}
-	return page, ""
-}
-
-// newer orders newest first; equal creation seconds by name ascending.
-func newer(a, b *opsv1.ClusterBackup) bool {
-	ta, tb := a.CreationTimestamp.Unix(), b.CreationTimestamp.Unix()
-	if ta != tb {
-		return ta > tb
-	}
-	return a.Name < b.Name
 }
 
 // Delete deletes a backup. The operator's finalizer deletes what is left

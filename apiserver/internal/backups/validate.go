@@ -10,8 +10,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
-	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
-	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -91,7 +90,7 @@ func ValidateIdempotencyKey(key string) *apierror.Error {
 	return nil
 }
 
-// cursor is the content of a page token (see package pagetoken): the
+// cursor is the content of a page token (see package listing): the
 // position the next page starts after (backups are listed newest first:
 // creation time, then name), and the vmcluster the token belongs to. It is
 // only a cursor, so deletions and creations between pages never cause a
@@ -107,16 +106,16 @@ const pageTokenVersion = 1
 
 func encodeCursor(c cursor) string {
 	c.Version = pageTokenVersion
-	return pagetoken.Encode(c)
+	return listing.Encode(c)
 }
 
 func decodeCursor(token string) (*cursor, error) {
 	var c cursor
-	if err := pagetoken.Decode(token, &c); err != nil {
+	if err := listing.Decode(token, &c); err != nil {
 		return nil, err
 	}
 	if c.Version != pageTokenVersion || c.Name == "" || c.VMCluster == "" || len(validation.IsDNS1123Subdomain(c.Name)) > 0 {
-		return nil, pagetoken.ErrInvalid
+		return nil, listing.ErrInvalid
 	}
 	return &c, nil
 }
@@ -125,32 +124,34 @@ func decodeCursor(token string) (*cursor, error) {
 // and page_token. Other parameters are ignored. Whether the token belongs
 // to the vmcluster listed is checked by the service.
 func ParseList(q url.Values) (ListRequest, *apierror.Error) {
-	req := ListRequest{PageSize: pagetoken.DefaultPageSize}
+	req := ListRequest{PageSize: listing.DefaultPageSize}
 	var violations []apierror.FieldViolation
-	if size, problem := pagetoken.ParseSize(q.Get("page_size")); problem != "" {
-		violations = append(violations, apierror.Violation("page_size", "%s", problem))
-	} else {
-		req.PageSize = size
-	}
-	if tok := q.Get("page_token"); tok != "" {
-		c, err := decodeCursor(tok)
-		if err != nil {
-			violations = append(violations, apierror.Violation("page_token", "%v", err))
-		}
-		req.After = c
-	}
+	size, pv := listing.SnakeCase.Parse(q, func(tok string) (err error) {
+		req.After, err = decodeCursor(tok)
+		return err
+	})
+	req.PageSize = size
+	violations = append(violations, pv...)
 	w, wv := watch.ParseWatch(q)
 	if wv != nil {
 		violations = append(violations, *wv)
 	}
 	req.Watch = w
-	violations = append(violations, vmclusters.WatchViolations(q, w)...)
+	violations = append(violations, listing.SnakeCase.WatchViolations(q, w)...)
 	if len(violations) > 0 {
 		return ListRequest{}, apierror.InvalidArgument("the list request is invalid", violations...)
 	}
 	return req, nil
 }
 
+// key is the position of the cursor in its list (nil: the first page).
+func (c *cursor) key() *listing.Key {
+	if c == nil {
+		return nil
+	}
+	return &listing.Key{Created: c.Created, Name: c.Name}
+}
+
 func badToken() *apierror.Error {
-	return apierror.InvalidArgument("the list request is invalid", apierror.Violation("page_token", "%v", pagetoken.ErrInvalid))
+	return apierror.InvalidArgument("the list request is invalid", apierror.Violation("page_token", "%v", listing.ErrInvalid))
 }

@@ -132,56 +132,6 @@ func rawToken(js string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(js))
 }
 
-// backupAt is a ClusterBackup created at second sec.
-func backupAt(name string, sec int64) opsv1.ClusterBackup {
-	return opsv1.ClusterBackup{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(time.Unix(sec, 0))}}
-}
-
-func names(items []opsv1.ClusterBackup) []string {
-	out := make([]string, 0, len(items))
-	for _, o := range items {
-		out = append(out, o.Name)
-	}
-	return out
-}
-
-func TestPaginateNewestFirst(t *testing.T) {
-	g := NewWithT(t)
-	items := []opsv1.ClusterBackup{
-		backupAt("b", 100), backupAt("e", 300), backupAt("a", 100), backupAt("d", 200), backupAt("c", 300), backupAt("f", 50),
-	}
-	want := []string{"c", "e", "d", "a", "b", "f"}
-
-	var got []string
-	req := ListRequest{PageSize: 4}
-	for pages := 0; ; pages++ {
-		g.Expect(pages).To(BeNumerically("<", 10), "pagination ends")
-		page, next := paginate(append([]opsv1.ClusterBackup(nil), items...), "uid-1", req)
-		got = append(got, names(page)...)
-		if next == "" {
-			break
-		}
-		c, err := decodeCursor(next)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(c.VMCluster).To(Equal("uid-1"))
-		req = ListRequest{PageSize: 2, After: c}
-	}
-	g.Expect(got).To(Equal(want), "newest first, equal seconds by name, no gap and no repeat across pages")
-
-	// A cursor whose item was deleted meanwhile still lands in place.
-	c := &cursor{Created: 300, Name: "d"} // between c and e (both 300)
-	page, _ := paginate(append([]opsv1.ClusterBackup(nil), items...), "uid-1", ListRequest{PageSize: 1, After: c})
-	g.Expect(names(page)).To(Equal([]string{"e"}))
-	c = &cursor{Created: 250, Name: "gone"} // between e (300) and d (200)
-	page, next := paginate(append([]opsv1.ClusterBackup(nil), items...), "uid-1", ListRequest{PageSize: 1, After: c})
-	g.Expect(names(page)).To(Equal([]string{"d"}))
-	g.Expect(next).NotTo(BeEmpty())
-
-	page, next = paginate(nil, "uid-1", ListRequest{PageSize: 10})
-	g.Expect(page).To(BeEmpty())
-	g.Expect(next).To(BeEmpty())
-}
-
 func TestNames(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(generateName("vmcluster")).To(Equal("backup-vmcluster-"))

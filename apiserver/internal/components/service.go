@@ -15,6 +15,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 )
 
@@ -210,7 +211,12 @@ func (s *Service) List(ctx context.Context, req vmclusters.ListRequest) (ListRes
 		}
 		matched = append(matched, hr)
 	}
-	selected, next := vmclusters.Paginate(matched, func(hr *helmv2.HelmRelease) string { return hr.Name }, req)
+	compare, after := listing.ByName(func(hr *helmv2.HelmRelease) string { return hr.Name }, req.After)
+	selected, more := listing.Page(matched, compare, after, req.PageSize)
+	next := ""
+	if more {
+		next = vmclusters.EncodePageToken(selected[len(selected)-1].Name, req.Status)
+	}
 	page := make([]Component, 0, len(selected))
 	for _, hr := range selected {
 		page = append(page, View(hr, false))

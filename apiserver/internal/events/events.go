@@ -17,6 +17,7 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
@@ -30,7 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
-	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 )
 
 // ClusterScopedNamespace is where Events of cluster-scoped objects are.
@@ -117,18 +118,16 @@ func Parse(q url.Values, now time.Time) (Query, *apierror.Error) {
 			vs = append(vs, apierror.Violation("since", "must be an RFC 3339 time or a positive duration of at most %s (e.g. 30m, 2h)", MaxSince))
 		}
 	}
-	size, problem := pagetoken.ParseSize(q.Get("page_size"))
-	if problem != "" {
-		vs = append(vs, apierror.Violation("page_size", "%s", problem))
-	}
-	out.PageSize = size
-	if tok := q.Get("page_token"); tok != "" {
+	size, pv := listing.SnakeCase.Parse(q, func(tok string) error {
 		var c cursor
-		if err := pagetoken.Decode(tok, &c); err != nil || c.Time == "" || c.Key == "" {
-			vs = append(vs, apierror.Violation("page_token", "%v", pagetoken.ErrInvalid))
-		}
 		out.after = &c
-	}
+		if err := listing.Decode(tok, &c); err != nil || c.Time == "" || c.Key == "" {
+			return listing.ErrInvalid
+		}
+		return nil
+	})
+	out.PageSize = size
+	vs = append(vs, pv...)
 	if len(vs) > 0 {
 		return Query{}, apierror.InvalidArgument("the events request is invalid", vs...)
 	}
@@ -165,12 +164,9 @@ type item struct {
 	key  string
 }
 
-// before reports that a comes before b (newest first).
-func (a item) before(b item) bool {
-	if a.time != b.time {
-		return a.time > b.time
-	}
-	return a.key > b.key
+// newestFirst orders items newest first, equal times by key descending.
+func newestFirst(a, b item) int {
+	return cmp.Or(strings.Compare(b.time, a.time), strings.Compare(b.key, a.key))
 }
 
 // Read lists the Events of refs (all of them, unpaged, newest first).
@@ -179,6 +175,7 @@ func Read(ctx context.Context, r client.Reader, refs []Ref, q Query) ([]corev1.E
 	if err != nil {
 		return nil, err
 	}
+	slices.SortFunc(items, newestFirst)
 	out := make([]corev1.Event, 0, len(items))
 	for _, it := range items {
 		out = append(out, *it.ev)
@@ -226,15 +223,6 @@ func read(ctx context.Context, r client.Reader, refs []Ref, q Query) ([]item, er
 			items = append(items, item{ev: e, time: w.UTC().Format(time.RFC3339Nano), key: e.Namespace + "/" + e.Name})
 		}
 	}
-	slices.SortFunc(items, func(a, b item) int {
-		switch {
-		case a.before(b):
-			return -1
-		case b.before(a):
-			return 1
-		}
-		return 0
-	})
 	return items, nil
 }
 
@@ -244,18 +232,18 @@ func Page(ctx context.Context, r client.Reader, refs []Ref, q Query) (List, erro
 	if err != nil {
 		return List{}, err
 	}
-	out := List{Events: []Event{}}
-	var last item
-	for _, it := range items {
-		if q.after != nil && !(item{time: q.after.Time, key: q.after.Key}).before(it) {
-			continue
-		}
-		if len(out.Events) == q.PageSize {
-			out.NextPageToken = pagetoken.Encode(cursor{Time: last.time, Key: last.key})
-			break
-		}
+	var after func(item) bool
+	if c := q.after; c != nil {
+		after = func(it item) bool { return newestFirst(item{time: c.Time, key: c.Key}, it) < 0 }
+	}
+	page, more := listing.Page(items, newestFirst, after, q.PageSize)
+	out := List{Events: make([]Event, 0, len(page))}
+	for _, it := range page {
 		out.Events = append(out.Events, View(it.ev))
-		last = it
+	}
+	if more {
+		last := page[len(page)-1]
+		out.NextPageToken = listing.Encode(cursor{Time: last.time, Key: last.key})
 	}
 	return out, nil
 }

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 )
 
 func TestParse(t *testing.T) {
@@ -19,7 +19,7 @@ func TestParse(t *testing.T) {
 	g.Expect(err).To(BeNil())
 	g.Expect(q.Since).To(Equal(now.Add(-30 * time.Minute)))
 	g.Expect(q.Type).To(Equal("Warning"))
-	g.Expect(q.PageSize).To(Equal(pagetoken.DefaultPageSize))
+	g.Expect(q.PageSize).To(Equal(listing.DefaultPageSize))
 	q, err = Parse(url.Values{"since": {"2026-01-02T14:00:00Z"}, "page_size": {"7"}}, now)
 	g.Expect(err).To(BeNil())
 	g.Expect(q.Since).To(Equal(now.Add(-time.Hour)))
@@ -46,9 +46,9 @@ func TestWhenAndOrder(t *testing.T) {
 	g.Expect(When(e)).To(Equal(t0.Add(2 * time.Minute)))
 
 	newer, older := item{time: "2026-01-02T15:01:00Z", key: "a"}, item{time: "2026-01-02T15:00:00Z", key: "z"}
-	g.Expect(newer.before(older)).To(BeTrue())
-	g.Expect(older.before(newer)).To(BeFalse())
-	g.Expect(item{time: newer.time, key: "b"}.before(newer)).To(BeTrue(), "ties: by key, descending")
+	g.Expect(newestFirst(newer, older)).To(BeNumerically("<", 0))
+	g.Expect(newestFirst(older, newer)).To(BeNumerically(">", 0))
+	g.Expect(newestFirst(item{time: newer.time, key: "b"}, newer)).To(BeNumerically("<", 0), "ties: by key, descending")
 	v := View(e)
 	g.Expect(v.Count).To(BeEquivalentTo(1))
 	g.Expect(v.Time).To(Equal("2026-01-02T15:02:00Z"))

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -24,7 +23,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
-	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -279,35 +278,21 @@ func (s *Service) List(ctx context.Context, vmclusterID string, req ListRequest)
 		return ListResponse{}, err
 	}
 	if req.After != nil && req.After.VMCluster != t.ID {
-		return ListResponse{}, apierror.InvalidArgument("the list request is invalid", apierror.Violation("page_token", "%v", pagetoken.ErrInvalid))
+		return ListResponse{}, apierror.InvalidArgument("the list request is invalid", apierror.Violation("page_token", "%v", listing.ErrInvalid))
 	}
 	items, err := s.list(ctx, t)
 	if err != nil {
 		return ListResponse{}, err
 	}
-	sort.Slice(items, func(i, j int) bool {
-		ti, tj := items[i].CreationTimestamp.Unix(), items[j].CreationTimestamp.Unix()
-		return ti > tj || ti == tj && items[i].Name < items[j].Name
-	})
-	start := 0
-	if a := req.After; a != nil {
-		start = sort.Search(len(items), func(i int) bool {
-			ti := items[i].CreationTimestamp.Unix()
-			return ti < a.Created || ti == a.Created && items[i].Name > a.Name
-		})
-	}
-	size := req.PageSize
-	if size <= 0 {
-		size = pagetoken.DefaultPageSize
-	}
-	end := min(start+size, len(items))
+	compare, after := listing.NewestFirst(listing.KeyOf[*opsv1.ClusterRestore], req.After.key())
+	page, more := listing.Page(listing.Pointers(items), compare, after, req.PageSize)
 	out := ListResponse{Restores: []Restore{}}
-	for i := start; i < end; i++ {
-		out.Restores = append(out.Restores, toRestore(&items[i]))
+	for _, o := range page {
+		out.Restores = append(out.Restores, toRestore(o))
 	}
-	if end < len(items) && end > start {
-		last := items[end-1]
-		out.NextPageToken = pagetoken.Encode(cursor{Version: pageTokenVersion, Created: last.CreationTimestamp.Unix(), Name: last.Name, VMCluster: t.ID})
+	if more {
+		last := page[len(page)-1]
+		out.NextPageToken = listing.Encode(cursor{Version: pageTokenVersion, Created: last.CreationTimestamp.Unix(), Name: last.Name, VMCluster: t.ID})
 	}
 	return out, nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
-	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
@@ -83,28 +83,31 @@ const pageTokenVersion = 1
 
 // ParseList validates the list query: page_size and page_token.
 func ParseList(q url.Values) (ListRequest, *apierror.Error) {
-	req := ListRequest{PageSize: pagetoken.DefaultPageSize}
+	req := ListRequest{PageSize: listing.DefaultPageSize}
 	var violations []apierror.FieldViolation
-	if size, problem := pagetoken.ParseSize(q.Get("page_size")); problem != "" {
-		violations = append(violations, apierror.Violation("page_size", "%s", problem))
-	} else {
-		req.PageSize = size
-	}
-	if tok := q.Get("page_token"); tok != "" {
+	size, pv := listing.SnakeCase.Parse(q, func(tok string) error {
 		var c cursor
-		err := pagetoken.Decode(tok, &c)
+		err := listing.Decode(tok, &c)
 		if err == nil && (c.Version != pageTokenVersion || c.Name == "" || c.VMCluster == "") {
-			err = pagetoken.ErrInvalid
-		}
-		if err != nil {
-			violations = append(violations, apierror.Violation("page_token", "%v", err))
+			err = listing.ErrInvalid
 		}
 		req.After = &c
-	}
+		return err
+	})
+	req.PageSize = size
+	violations = append(violations, pv...)
 	if len(violations) > 0 {
 		return ListRequest{}, apierror.InvalidArgument("the list request is invalid", violations...)
 	}
 	return req, nil
+}
+
+// key is the position of the cursor in its list (nil: the first page).
+func (c *cursor) key() *listing.Key {
+	if c == nil {
+		return nil
+	}
+	return &listing.Key{Created: c.Created, Name: c.Name}
 }
 
 // ListRequest is a validated list query.

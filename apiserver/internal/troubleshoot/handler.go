@@ -15,7 +15,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/events"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
-	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 )
@@ -92,23 +92,20 @@ type podsPageToken struct {
 	After string `json:"a"`
 }
 
-func encodePageToken(after string) string { return pagetoken.Encode(podsPageToken{After: after}) }
+func encodePageToken(after string) string { return listing.Encode(podsPageToken{After: after}) }
 
 func (h *Handler) pods(c echo.Context) error {
 	q := c.QueryParams()
-	size, problem := pagetoken.ParseSize(q.Get("page_size"))
 	after := ""
-	var vs []apierror.FieldViolation
-	if problem != "" {
-		vs = append(vs, apierror.Violation("page_size", "%s", problem))
-	}
-	if tok := q.Get("page_token"); tok != "" {
+	size, vs := listing.SnakeCase.Parse(q, func(tok string) error {
 		var t podsPageToken
-		if err := pagetoken.Decode(tok, &t); err != nil || t.After == "" {
-			vs = append(vs, apierror.Violation("page_token", "%v", pagetoken.ErrInvalid))
-		}
+		err := listing.Decode(tok, &t)
 		after = t.After
-	}
+		if err != nil || t.After == "" {
+			return listing.ErrInvalid
+		}
+		return nil
+	})
 	if len(vs) > 0 {
 		return apierror.InvalidArgument("the list request is invalid", vs...)
 	}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/ack"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/aks"
@@ -270,35 +271,21 @@ func (s *Service) Pods(ctx context.Context, id string, pageSize int, after strin
 	if err != nil {
 		return PodList{}, err
 	}
-	slices.SortFunc(o.pods, func(a, b corev1.Pod) int { return cmpString(a.Name, b.Name) })
-	out := PodList{Pods: []Pod{}}
+	compare, later := listing.ByName(func(p *corev1.Pod) string { return p.Name }, after)
+	page, more := listing.Page(listing.Pointers(o.pods), compare, later, pageSize)
+	out := PodList{Pods: make([]Pod, 0, len(page))}
 	groups := map[string]string{}
-	for i := range o.pods {
-		p := &o.pods[i]
-		if p.Name <= after {
-			continue
-		}
-		if len(out.Pods) == pageSize {
-			out.NextPageToken = encodePageToken(out.Pods[len(out.Pods)-1].Name)
-			break
-		}
+	for _, p := range page {
 		group, err := s.nodeGroup(ctx, p.Spec.NodeName, groups)
 		if err != nil {
 			return PodList{}, err
 		}
 		out.Pods = append(out.Pods, s.podView(p, group))
 	}
-	return out, nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+	if more {
+		out.NextPageToken = encodePageToken(page[len(page)-1].Name)
 	}
-	return 0
+	return out, nil
 }
 
 // nodeGroup reads the node group of a Node (cached per request in seen).

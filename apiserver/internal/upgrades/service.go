@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"sort"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -20,7 +18,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
-	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -319,52 +317,37 @@ var phases = []string{"Pending", "Scheduled", "Running", "Paused", "AwaitingAppr
 // ParseList validates the list query.
 func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 	var v []apierror.FieldViolation
-	r := ListRequest{K8sClusterName: q.Get("k8sClusterName"), Status: q.Get("status"), PageSize: pagetoken.DefaultPageSize}
+	r := ListRequest{K8sClusterName: q.Get("k8sClusterName"), Status: q.Get("status"), PageSize: listing.DefaultPageSize}
 	w, wv := watch.ParseWatch(q)
 	if wv != nil {
 		v = append(v, *wv)
 	}
 	r.Watch = w
-	for _, k := range []string{"pageSize", "pageToken"} {
-		if w && q.Has(k) {
-			v = append(v, apierror.Violation(k, "a watch has no pages; not allowed with watch=true"))
-		}
-	}
-	if !w && q.Has(ParamResourceVersion) {
-		v = append(v, apierror.Violation(ParamResourceVersion, "resumes a watch; only allowed with watch=true"))
-	}
+	v = append(v, listing.CamelCase.WatchViolations(q, w)...)
 	if r.Status != "" && !oneOf(r.Status, phases) {
 		v = append(v, apierror.Violation("status", "must be one of %v", phases))
 	}
-	if ps := q.Get("pageSize"); ps != "" {
-		n, err := strconv.Atoi(ps)
-		switch {
-		case err != nil || n < 0:
-			v = append(v, apierror.Violation("pageSize", "must be a non-negative integer"))
-		case n > pagetoken.MaxPageSize:
-			v = append(v, apierror.Violation("pageSize", "must be at most %d", pagetoken.MaxPageSize))
-		case n > 0:
-			r.PageSize = n
-		}
-	}
-	if tok := q.Get("pageToken"); tok != "" {
+	size, pv := listing.CamelCase.Parse(q, func(tok string) error {
 		c, ok := decodeCursor(tok)
-		if !ok || c.Cluster != r.K8sClusterName || c.Status != r.Status {
-			v = append(v, apierror.Violation("pageToken", "is not a page token returned by this API for this query"))
-		}
 		r.After = c
-	}
+		if !ok || c.Cluster != r.K8sClusterName || c.Status != r.Status {
+			return listing.ErrInvalid
+		}
+		return nil
+	})
+	r.PageSize = size
+	v = append(v, pv...)
 	if len(v) > 0 {
 		return r, apierror.InvalidArgument("invalid list query", v...)
 	}
 	return r, nil
 }
 
-func encodeCursor(c cursor) string { return pagetoken.Encode(c) }
+func encodeCursor(c cursor) string { return listing.Encode(c) }
 
 func decodeCursor(tok string) (cursor, bool) {
 	var c cursor
-	if pagetoken.Decode(tok, &c) != nil || c.Name == "" {
+	if listing.Decode(tok, &c) != nil || c.Name == "" {
 		return c, false
 	}
 	return c, true
@@ -389,36 +372,21 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 			items = append(items, o)
 		}
 	}
-	sort.Slice(items, func(i, j int) bool { return newer(items[i], items[j]) })
-	start := 0
+	var from *listing.Key
 	if req.After.Name != "" {
-		start = sort.Search(len(items), func(i int) bool {
-			ti := items[i].CreationTimestamp.Unix()
-			return ti < req.After.Created || ti == req.After.Created && items[i].Name > req.After.Name
-		})
+		from = &listing.Key{Created: req.After.Created, Name: req.After.Name}
 	}
-	out := ListResponse{UpgradeOperations: []Operation{}}
-	end := start + req.PageSize
-	if end > len(items) {
-		end = len(items)
-	}
-	for _, o := range items[start:end] {
+	compare, after := listing.NewestFirst(listing.KeyOf[*opsv1.ClusterUpgradeOperation], from)
+	page, more := listing.Page(items, compare, after, req.PageSize)
+	out := ListResponse{UpgradeOperations: make([]Operation, 0, len(page))}
+	for _, o := range page {
 		out.UpgradeOperations = append(out.UpgradeOperations, toOperation(o))
 	}
-	if end < len(items) && end > start {
-		last := items[end-1]
+	if more {
+		last := page[len(page)-1]
 		out.NextPageToken = encodeCursor(cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, Cluster: req.K8sClusterName, Status: req.Status})
 	}
 	return out, nil
-}
-
-// newer orders newest first; equal creation seconds by name ascending.
-func newer(a, b *opsv1.ClusterUpgradeOperation) bool {
-	ta, tb := a.CreationTimestamp.Unix(), b.CreationTimestamp.Unix()
-	if ta != tb {
-		return ta > tb
-	}
-	return a.Name < b.Name
 }
 
 // Pause sets spec.paused. Pausing a paused operation answers 200 with it

@@ -1,11 +1,13 @@
 package vmclusterops
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -20,7 +22,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
-	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -269,28 +271,23 @@ func (s *Service) List(ctx context.Context, vmclusterID string, req ListRequest)
 			items = append(items, o)
 		}
 	}
-	sort.Slice(items, func(i, j int) bool { return older(&items[j], &items[i]) })
-	start := 0
-	if a := req.After; a != nil {
-		start = sort.Search(len(items), func(i int) bool {
-			ti := items[i].CreationTimestamp.Unix()
-			return ti < a.Created || ti == a.Created && items[i].Name < a.Name
-		})
+	compare, after := listing.By(listing.KeyOf[*opsv1.VMClusterOperation], newestFirst, req.After.key())
+	page, more := listing.Page(listing.Pointers(items), compare, after, req.PageSize)
+	out := ListResponse{Operations: make([]Operation, 0, len(page))}
+	for _, o := range page {
+		out.Operations = append(out.Operations, toOperation(o))
 	}
-	size := req.PageSize
-	if size <= 0 {
-		size = pagetoken.DefaultPageSize
-	}
-	end := min(start+size, len(items))
-	out := ListResponse{Operations: make([]Operation, 0, end-start)}
-	for i := start; i < end; i++ {
-		out.Operations = append(out.Operations, toOperation(&items[i]))
-	}
-	if end < len(items) && end > start {
-		last := items[end-1]
+	if more {
+		last := page[len(page)-1]
 		out.NextPageToken = encodeCursor(cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, VMCluster: t.ID, Filter: req.filter()})
 	}
 	return out, nil
+}
+
+// newestFirst is the order of the list: newest first, equal creation
+// seconds by name descending (the reverse of older).
+func newestFirst(a, b listing.Key) int {
+	return cmp.Or(cmp.Compare(b.Created, a.Created), strings.Compare(b.Name, a.Name))
 }
 
 // older orders oldest first; equal creation seconds by name.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
-	"github.com/tidbcloud/ops-server/apiserver/internal/pagetoken"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
@@ -165,41 +165,35 @@ const pageTokenVersion = 1
 
 func encodeCursor(c cursor) string {
 	c.Version = pageTokenVersion
-	return pagetoken.Encode(c)
+	return listing.Encode(c)
 }
 
 func decodeCursor(token string) (*cursor, error) {
 	var c cursor
-	if err := pagetoken.Decode(token, &c); err != nil {
+	if err := listing.Decode(token, &c); err != nil {
 		return nil, err
 	}
 	if c.Version != pageTokenVersion || c.Name == "" || c.VMCluster == "" || len(validation.IsDNS1123Subdomain(c.Name)) > 0 {
-		return nil, pagetoken.ErrInvalid
+		return nil, listing.ErrInvalid
 	}
 	return &c, nil
 }
 
 // ParseList validates the list query: page_size, page_token, type, phase.
 func ParseList(q url.Values) (ListRequest, *apierror.Error) {
-	req := ListRequest{PageSize: pagetoken.DefaultPageSize, Type: q.Get("type"), Phase: q.Get("phase")}
+	req := ListRequest{PageSize: listing.DefaultPageSize, Type: q.Get("type"), Phase: q.Get("phase")}
 	var violations []apierror.FieldViolation
-	if size, problem := pagetoken.ParseSize(q.Get("page_size")); problem != "" {
-		violations = append(violations, apierror.Violation("page_size", "%s", problem))
-	} else {
-		req.PageSize = size
-	}
+	size, pv := listing.SnakeCase.Parse(q, func(tok string) (err error) {
+		req.After, err = decodeCursor(tok)
+		return err
+	})
+	req.PageSize = size
+	violations = append(violations, pv...)
 	if req.Type != "" && !slices.Contains(opTypes, req.Type) {
 		violations = append(violations, apierror.Violation("type", "must be one of %s", strings.Join(opTypes, ", ")))
 	}
 	if req.Phase != "" && !slices.Contains(phases, req.Phase) {
 		violations = append(violations, apierror.Violation("phase", "must be one of %s", strings.Join(phases, ", ")))
-	}
-	if tok := q.Get("page_token"); tok != "" {
-		c, err := decodeCursor(tok)
-		if err != nil {
-			violations = append(violations, apierror.Violation("page_token", "%v", err))
-		}
-		req.After = c
 	}
 	if len(violations) > 0 {
 		return ListRequest{}, apierror.InvalidArgument("the list request is invalid", violations...)
@@ -209,6 +203,14 @@ func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 
 func (r ListRequest) filter() string { return r.Type + "/" + r.Phase }
 
+// key is the position of the cursor in its list (nil: the first page).
+func (c *cursor) key() *listing.Key {
+	if c == nil {
+		return nil
+	}
+	return &listing.Key{Created: c.Created, Name: c.Name}
+}
+
 func badToken() *apierror.Error {
-	return apierror.InvalidArgument("the list request is invalid", apierror.Violation("page_token", "%v", pagetoken.ErrInvalid))
+	return apierror.InvalidArgument("the list request is invalid", apierror.Violation("page_token", "%v", listing.ErrInvalid))
 }

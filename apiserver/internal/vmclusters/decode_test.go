@@ -1,11 +1,7 @@
 package vmclusters
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"net/url"
-	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -177,72 +173,5 @@ func TestPageToken(t *testing.T) {
 	} {
 		_, err := DecodePageToken(bad, StatusFailed)
 		g.Expect(err).To(HaveOccurred(), name)
-	}
-}
-
-func TestPaginate(t *testing.T) {
-	g := NewWithT(t)
-	var names []string
-	for i := 0; i < 120; i++ {
-		names = append(names, fmt.Sprintf("c%03d", i))
-	}
-	// Shuffle deterministically: the input order must not matter.
-	shuffled := append([]string(nil), names[60:]...)
-	shuffled = append(shuffled, names[:60]...)
-
-	var seen []string
-	req := ListRequest{PageSize: 50}
-	pages := 0
-	for {
-		page, next := Paginate(append([]string(nil), shuffled...), func(s string) string { return s }, req)
-		pages++
-		seen = append(seen, page...)
-		if next == "" {
-			break
-		}
-		after, err := DecodePageToken(next, "")
-		g.Expect(err).NotTo(HaveOccurred())
-		req.After = after
-		g.Expect(pages).To(BeNumerically("<", 10))
-	}
-	g.Expect(pages).To(Equal(3))
-	g.Expect(seen).To(Equal(names))
-
-	// A cursor survives the deletion of the item it points at.
-	page, _ := Paginate(append([]string(nil), names[:40]...), func(s string) string { return s }, ListRequest{PageSize: 5, After: "c050"})
-	g.Expect(page).To(BeEmpty())
-	page, next := Paginate(append(append([]string(nil), names[:10]...), names[11:]...), func(s string) string { return s }, ListRequest{PageSize: 2, After: "c009"})
-	g.Expect(page).To(Equal([]string{"c011", "c012"}))
-	g.Expect(next).NotTo(BeEmpty())
-}
-
-// TestPaginateMatchesSortedOrder compares every page with the same page of
-// a full sort, for random sizes, cursors and input orders.
-func TestPaginateMatchesSortedOrder(t *testing.T) {
-	g := NewWithT(t)
-	rnd := rand.New(rand.NewPCG(1, 2))
-	for range 500 {
-		n, size := rnd.IntN(120), 1+rnd.IntN(60)
-		names := make([]string, n)
-		for i := range names {
-			names[i] = fmt.Sprintf("c%04d", i)
-		}
-		after := ""
-		if n > 0 && rnd.IntN(2) == 0 {
-			after = names[rnd.IntN(n)]
-		}
-		start := sort.SearchStrings(names, after+"\x00")
-		if after == "" {
-			start = 0
-		}
-		want := names[start:min(start+size, n)]
-		shuffled := slices.Clone(names)
-		rnd.Shuffle(n, func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		page, next := Paginate(shuffled, func(s string) string { return s }, ListRequest{PageSize: size, After: after})
-		g.Expect(page).To(HaveLen(len(want)), "n=%d size=%d after=%q", n, size, after)
-		if len(want) > 0 {
-			g.Expect(page).To(Equal(want), "n=%d size=%d after=%q", n, size, after)
-		}
-		g.Expect(next != "").To(Equal(start+size < n), "n=%d size=%d after=%q", n, size, after)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 )
 
@@ -351,7 +352,12 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 		}
 		matched = append(matched, hr)
 	}
-	selected, next := Paginate(matched, func(hr *helmv2.HelmRelease) string { return hr.Name }, req)
+	compare, after := listing.ByName(func(hr *helmv2.HelmRelease) string { return hr.Name }, req.After)
+	selected, more := listing.Page(matched, compare, after, req.PageSize)
+	next := ""
+	if more {
+		next = EncodePageToken(selected[len(selected)-1].Name, req.Status)
+	}
 	page := make([]VMCluster, 0, len(selected))
 	for _, hr := range selected {
 		page = append(page, s.Translator.View(hr, false))

@@ -1,4 +1,4 @@
-package pagetoken
+package listing
 
 import (
 	"encoding/base64"

@@ -1,15 +1,19 @@
-// Package pagetoken is the list pagination every collection of the REST
-// API shares (AIP-158): the page sizes, and page tokens that are an opaque
-// base64url(JSON) cursor of the collection's own shape.
-package pagetoken
+// Package listing is what every list route of the REST API shares
+// (AIP-158): the page sizes, the page parameters (snake case page_size and
+// page_token, or camelCase pageSize and pageToken for the upgrade
+// operations) and their rules with watch=true, page tokens that are an
+// opaque base64url(JSON) cursor of the collection's own shape, and Page,
+// the one paginator: a bounded heap over the collection in its order.
+//
+// A query parameter a route does not declare in the OpenAPI document is
+// refused before any of this, by package server (openapi.QueryParameters).
+package listing
 
 import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strconv"
 )
 
 // Page sizes.
@@ -22,7 +26,8 @@ const (
 const maxLength = 512
 
 // ErrInvalid is the answer to a token this API did not issue (or issued
-// for another query); it reads as a field violation of page_token.
+// for another query); it reads as a field violation of the page token
+// parameter.
 var ErrInvalid = errors.New("is not a page token returned by this API for this query")
 
 // Encode returns the token of cursor (a struct with JSON tags).
@@ -48,23 +53,4 @@ func Decode(token string, cursor any) error {
 		return ErrInvalid
 	}
 	return nil
-}
-
-// ParseSize parses a page_size parameter: empty or 0 means
-// DefaultPageSize. problem is the description of a violation ("" when s
-// is valid).
-func ParseSize(s string) (size int, problem string) {
-	if s == "" {
-		return DefaultPageSize, ""
-	}
-	n, err := strconv.Atoi(s)
-	switch {
-	case err != nil:
-		return 0, "must be an integer"
-	case n < 0 || n > MaxPageSize:
-		return 0, fmt.Sprintf("must be between 0 and %d", MaxPageSize)
-	case n == 0:
-		return DefaultPageSize, ""
-	}
-	return n, ""
 }
