@@ -81,34 +81,120 @@ func ctxOf(cmd *cobra.Command) context.Context {
 	return context.Background()
 }
 
-// vmclusterFlag adds the required --vmcluster flag of vmcluster-scoped
-// resources.
-func vmclusterFlag(cmd *cobra.Command, v *string) {
-	cmd.PersistentFlags().StringVarP(v, "vmcluster", "c", "", "the vmcluster (name or id)")
+// fileFlag adds -f/--filename, the file of the request body.
+func fileFlag(cmd *cobra.Command, v *string) {
+	cmd.Flags().StringVarP(v, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
 }
 
-func needVMCluster(v string) error {
-	if v == "" {
+// ifMatchFlag adds --if-match, the etag the kind of resource must still
+// have, to each of cmds.
+func ifMatchFlag(v *string, kind string, cmds ...*cobra.Command) {
+	for _, cmd := range cmds {
+		cmd.Flags().StringVar(v, "if-match", "", "the etag the "+kind+" must still have")
+	}
+}
+
+// resource builds the subcommands of one kind of resource: each sends one
+// request and prints the response, as a table of columns for -o table.
+type resource struct {
+	g *globals
+	// vmc is the --vmcluster of a vmcluster-scoped kind, required by each
+	// subcommand; nil: the kind is not scoped.
+	vmc     *string
+	columns []column
+}
+
+// scoped adds the required --vmcluster flag to cmd, the command of a
+// vmcluster-scoped kind, and returns the builders of its subcommands and
+// the flag's value.
+func scoped(g *globals, cmd *cobra.Command, columns []column) (resource, *string) {
+	vmc := new(string)
+	cmd.PersistentFlags().StringVarP(vmc, "vmcluster", "c", "", "the vmcluster (name or id)")
+	return resource{g: g, vmc: vmc, columns: columns}, vmc
+}
+
+// check is the usage error of a scoped kind's subcommand without --vmcluster.
+func (r resource) check() error {
+	if r.vmc != nil && *r.vmc == "" {
 		return &usageError{fmt.Errorf("--vmcluster is required")}
 	}
 	return nil
 }
 
+// list is `list`: every page of the items (the key of the list response),
+// page the request of one.
+func (r resource) list(short, items string, page func(ctx context.Context, c *client.Client, token string) (*http.Response, error)) *cobra.Command {
+	return &cobra.Command{Use: "list", Short: short, Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
+		if err := r.check(); err != nil {
+			return err
+		}
+		return r.g.runPages(func(c *client.Client, token string) (*http.Response, error) {
+			return page(ctxOf(cmd), c, token)
+		}, table{items: items, columns: r.columns}, items)
+	}}
+}
+
+// byID is a command of one argument, the resource's name or id (use is
+// e.g. "get NAME"): get, delete, pause, ...
+func (r resource) byID(use, short string, req func(ctx context.Context, c *client.Client, id string) (*http.Response, error)) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+		if err := r.check(); err != nil {
+			return err
+		}
+		return r.g.run(func(c *client.Client) (*http.Response, error) { return req(ctxOf(cmd), c, args[0]) }, table{columns: r.columns})
+	}}
+}
+
+// withBody is a command sending the request body of -f FILE, printed
+// with t.
+func (r resource) withBody(use, short string, args cobra.PositionalArgs, t table, req func(ctx context.Context, c *client.Client, args []string, body io.Reader) (*http.Response, error)) *cobra.Command {
+	var file string
+	cmd := &cobra.Command{Use: use, Short: short, Args: args, RunE: func(cmd *cobra.Command, args []string) error {
+		if err := r.check(); err != nil {
+			return err
+		}
+		body, err := r.g.readBody(file)
+		if err != nil {
+			return err
+		}
+		return r.g.run(func(c *client.Client) (*http.Response, error) {
+			return req(ctxOf(cmd), c, args, bytes.NewReader(body))
+		}, t)
+	}}
+	fileFlag(cmd, &file)
+	return cmd
+}
+
+// create is `create -f FILE` with --idempotency-key (key in req).
+func (r resource) create(short string, req func(ctx context.Context, c *client.Client, key string, body io.Reader) (*http.Response, error)) *cobra.Command {
+	var key string
+	cmd := r.withBody("create -f FILE", short, cobra.NoArgs, table{columns: r.columns}, func(ctx context.Context, c *client.Client, _ []string, body io.Reader) (*http.Response, error) {
+		return req(ctx, c, key, body)
+	})
+	cmd.Flags().StringVar(&key, "idempotency-key", "", "Idempotency-Key of the request")
+	return cmd
+}
+
+// update is a command of one argument, the resource's name or id (use is
+// e.g. "update NAME -f FILE"), sending the request body of -f FILE.
+func (r resource) update(use, short string, req func(ctx context.Context, c *client.Client, id string, body io.Reader) (*http.Response, error)) *cobra.Command {
+	return r.withBody(use, short, cobra.ExactArgs(1), table{columns: r.columns}, func(ctx context.Context, c *client.Client, args []string, body io.Reader) (*http.Response, error) {
+		return req(ctx, c, args[0], body)
+	})
+}
+
 func vmclustersCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "vmclusters", Aliases: []string{"vmcluster", "vmc"}, Short: "VictoriaMetrics clusters"}
-	var status string
-	list := &cobra.Command{Use: "list", Short: "List vmclusters", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		params := &client.VmclustersListParams{Status: client.Opt(client.Status(status))}
-		return g.runPages(func(c *client.Client, token string) (*http.Response, error) {
-			params.PageToken = client.Opt(token)
-			return c.VmclustersList(ctxOf(cmd), params)
-		}, table{items: "vmclusters", columns: vmclusterTable}, "vmclusters")
-	}}
+	r := resource{g: g, columns: vmclusterTable}
+	var status, ifMatch string
+	list := r.list("List vmclusters", "vmclusters", func(ctx context.Context, c *client.Client, token string) (*http.Response, error) {
+		return c.VmclustersList(ctx, &client.VmclustersListParams{Status: client.Opt(client.Status(status)), PageToken: client.Opt(token)})
+	})
 	list.Flags().StringVar(&status, "status", "", "only vmclusters with this status (CREATING, RUNNING, UPDATING, FAILED, DELETING)")
-	get := &cobra.Command{Use: "get NAME", Short: "Show a vmcluster", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		return g.run(func(c *client.Client) (*http.Response, error) { return c.VmclustersGet(ctxOf(cmd), args[0]) }, table{columns: vmclusterTable})
-	}}
-	var file, ifMatch string
+	get := r.byID("get NAME", "Show a vmcluster", func(ctx context.Context, c *client.Client, name string) (*http.Response, error) {
+		return c.VmclustersGet(ctx, name)
+	})
+	var file string
 	var wait bool
 	var timeout time.Duration
 	create := &cobra.Command{Use: "create -f FILE", Short: "Create a vmcluster (the request body: name, values, ...)", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
@@ -135,26 +221,16 @@ func vmclustersCommand(g *globals) *cobra.Command {
 		}
 		return g.waitVMCluster(cmd, strings.TrimPrefix(vmc.Name, "vmclusters/"), string(client.RUNNING), timeout)
 	}}
-	create.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
+	fileFlag(create, &file)
 	create.Flags().BoolVar(&wait, "wait", false, "wait until the vmcluster is RUNNING (fails when it is FAILED)")
 	create.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "how long --wait waits")
-	update := &cobra.Command{Use: "update NAME -f FILE", Short: "Change a vmcluster (PUT: values, chart version, ...)", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		body, err := g.readBody(file)
-		if err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.VmclustersUpdateWithBody(ctxOf(cmd), args[0], &client.VmclustersUpdateParams{IfMatch: client.Opt(client.IfMatch(ifMatch))}, jsonType, bytes.NewReader(body))
-		}, table{columns: vmclusterTable})
-	}}
-	update.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
-	update.Flags().StringVar(&ifMatch, "if-match", "", "the etag the vmcluster must still have")
-	del := &cobra.Command{Use: "delete NAME", Short: "Delete a vmcluster", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.VmclustersDelete(ctxOf(cmd), args[0], &client.VmclustersDeleteParams{IfMatch: client.Opt(client.IfMatch(ifMatch))})
-		}, table{columns: vmclusterTable})
-	}}
-	del.Flags().StringVar(&ifMatch, "if-match", "", "the etag the vmcluster must still have")
+	update := r.update("update NAME -f FILE", "Change a vmcluster (PUT: values, chart version, ...)", func(ctx context.Context, c *client.Client, name string, body io.Reader) (*http.Response, error) {
+		return c.VmclustersUpdateWithBody(ctx, name, &client.VmclustersUpdateParams{IfMatch: client.Opt(ifMatch)}, jsonType, body)
+	})
+	del := r.byID("delete NAME", "Delete a vmcluster", func(ctx context.Context, c *client.Client, name string) (*http.Response, error) {
+		return c.VmclustersDelete(ctx, name, &client.VmclustersDeleteParams{IfMatch: client.Opt(ifMatch)})
+	})
+	ifMatchFlag(&ifMatch, "vmcluster", update, del)
 	var waitFor string
 	waitCmd := &cobra.Command{Use: "wait NAME", Short: "Wait until a vmcluster has a status (default RUNNING)", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
 		return g.waitVMCluster(cmd, args[0], waitFor, timeout)
@@ -256,6 +332,7 @@ func (g *globals) runPages(page func(c *client.Client, token string) (*http.Resp
 
 func upgradesCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "upgrades", Aliases: []string{"upgrade", "upgradeoperations"}, Short: "Kubernetes version upgrades of a cluster (ClusterUpgradeOperations)"}
+	r := resource{g: g, columns: upgradeTable}
 	var file, key string
 	var watch bool
 	var timeout time.Duration
@@ -265,7 +342,7 @@ func upgradesCommand(g *globals) *cobra.Command {
 			return err
 		}
 		req := func(c *client.Client) (*http.Response, error) {
-			return c.UpgradeOperationsCreateWithBody(ctxOf(cmd), &client.UpgradeOperationsCreateParams{IdempotencyKey: client.Opt(client.IdempotencyKey(key))}, jsonType, bytes.NewReader(body))
+			return c.UpgradeOperationsCreateWithBody(ctxOf(cmd), &client.UpgradeOperationsCreateParams{IdempotencyKey: client.Opt(key)}, jsonType, bytes.NewReader(body))
 		}
 		if !watch {
 			return g.run(req, table{columns: upgradeTable})
@@ -281,73 +358,53 @@ func upgradesCommand(g *globals) *cobra.Command {
 		fmt.Fprintf(g.io.Out, "upgrade operation %s created (id %s)\n", op.Name, op.Id)
 		return g.watchUpgrade(cmd, op.Id, timeout)
 	}}
-	create.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
+	fileFlag(create, &file)
 	create.Flags().StringVar(&key, "idempotency-key", "", "Idempotency-Key: a retried create with the same key returns the first operation")
 	create.Flags().BoolVar(&watch, "watch", false, "watch the operation until it ends (as `upgrades watch`)")
 	create.Flags().DurationVar(&timeout, "timeout", 0, "how long --watch watches (0: no limit)")
-	dryRun := &cobra.Command{Use: "dry-run -f FILE", Short: "Validate an upgrade request and show the ClusterUpgradeOperation it would create", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		body, err := g.readBody(file)
-		if err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.UpgradeOperationsDryRunWithBody(ctxOf(cmd), &client.UpgradeOperationsDryRunParams{}, jsonType, bytes.NewReader(body))
-		}, table{columns: []column{col("kind", "kind"), col("name", "metadata.name"), col("namespace", "metadata.namespace"), col("cluster", "spec.k8sClusterName"), col("target", "spec.targetVersion")}})
-	}}
-	dryRun.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
-	preflight := &cobra.Command{Use: "preflight -f FILE", Short: "Run the preflight checks of an upgrade request", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		body, err := g.readBody(file)
-		if err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.UpgradeOperationsPreflightWithBody(ctxOf(cmd), jsonType, bytes.NewReader(body))
-		}, table{items: "checks", columns: []column{col("check", "name"), col("result", "result"), col("hint", "hint")}})
-	}}
-	preflight.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
+	dryRun := r.withBody("dry-run -f FILE", "Validate an upgrade request and show the ClusterUpgradeOperation it would create", cobra.NoArgs, table{columns: []column{
+		col("kind", "kind"), col("name", "metadata.name"), col("namespace", "metadata.namespace"), col("cluster", "spec.k8sClusterName"), col("target", "spec.targetVersion"),
+	}}, func(ctx context.Context, c *client.Client, _ []string, body io.Reader) (*http.Response, error) {
+		return c.UpgradeOperationsDryRunWithBody(ctx, &client.UpgradeOperationsDryRunParams{}, jsonType, body)
+	})
+	preflight := r.withBody("preflight -f FILE", "Run the preflight checks of an upgrade request", cobra.NoArgs, table{items: "checks", columns: []column{
+		col("check", "name"), col("result", "result"), col("hint", "hint"),
+	}}, func(ctx context.Context, c *client.Client, _ []string, body io.Reader) (*http.Response, error) {
+		return c.UpgradeOperationsPreflightWithBody(ctx, jsonType, body)
+	})
 	var cluster, status string
-	list := &cobra.Command{Use: "list", Short: "List upgrade operations", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		params := &client.UpgradeOperationsListParams{K8sClusterName: client.Opt(cluster), Status: client.Opt(client.UpgradeOperationsListParamsStatus(status))}
-		return g.runPages(func(c *client.Client, token string) (*http.Response, error) {
-			params.PageToken = client.Opt(token)
-			return c.UpgradeOperationsList(ctxOf(cmd), params)
-		}, table{items: "upgradeOperations", columns: upgradeTable}, "upgradeOperations")
-	}}
+	list := r.list("List upgrade operations", "upgradeOperations", func(ctx context.Context, c *client.Client, token string) (*http.Response, error) {
+		return c.UpgradeOperationsList(ctx, &client.UpgradeOperationsListParams{
+			K8sClusterName: client.Opt(cluster), Status: client.Opt(client.UpgradeOperationsListParamsStatus(status)), PageToken: client.Opt(token),
+		})
+	})
 	list.Flags().StringVar(&cluster, "k8s-cluster", "", "only operations of this cluster (k8sClusterName)")
 	list.Flags().StringVar(&status, "status", "", "only operations in this phase")
-	byID := func(use, short string, req func(ctx context.Context, c *client.Client, id string) (*http.Response, error)) *cobra.Command {
-		return &cobra.Command{Use: use + " ID", Short: short, Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-			return g.run(func(c *client.Client) (*http.Response, error) { return req(ctxOf(cmd), c, args[0]) }, table{columns: upgradeTable})
-		}}
-	}
-	get := byID("get", "Show an upgrade operation", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
-		return c.UpgradeOperationsGet(ctx, client.UpgradeOperationID(id))
+	get := r.byID("get ID", "Show an upgrade operation", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
+		return c.UpgradeOperationsGet(ctx, id)
 	})
-	pause := byID("pause", "Pause an upgrade operation (the step in flight finishes)", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
-		return c.UpgradeOperationsPause(ctx, client.UpgradeOperationID(id))
+	pause := r.byID("pause ID", "Pause an upgrade operation (the step in flight finishes)", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
+		return c.UpgradeOperationsPause(ctx, id)
 	})
-	resume := byID("resume", "Resume a paused upgrade operation", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
-		return c.UpgradeOperationsResume(ctx, client.UpgradeOperationID(id))
+	resume := r.byID("resume ID", "Resume a paused upgrade operation", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
+		return c.UpgradeOperationsResume(ctx, id)
 	})
-	cancelCmd := &cobra.Command{Use: "cancel ID", Aliases: []string{"delete"}, Short: "Cancel a running upgrade operation, or delete a finished one", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.UpgradeOperationsDelete(ctxOf(cmd), client.UpgradeOperationID(args[0]))
-		}, table{})
-	}}
+	cancelCmd := resource{g: g}.byID("cancel ID", "Cancel a running upgrade operation, or delete a finished one", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
+		return c.UpgradeOperationsDelete(ctx, id)
+	})
+	cancelCmd.Aliases = []string{"delete"}
 	var gate string
-	approve := &cobra.Command{Use: "approve ID", Short: "Approve the gate an upgrade operation waits at", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
+	approve := r.byID("approve ID", "Approve the gate an upgrade operation waits at", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
 		body, err := json.Marshal(client.ApproveRequest{Gate: gate})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.UpgradeOperationsApproveWithBody(ctxOf(cmd), client.UpgradeOperationID(args[0]), jsonType, bytes.NewReader(body))
-		}, table{columns: upgradeTable})
-	}}
+		return c.UpgradeOperationsApproveWithBody(ctx, id, jsonType, bytes.NewReader(body))
+	})
 	approve.Flags().StringVar(&gate, "gate", "", "the gate id (default: the gate the operation waits at)")
 	events := &cobra.Command{Use: "events ID", Short: "The Events of an upgrade operation", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
 		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.UpgradeOperationsEvents(ctxOf(cmd), client.UpgradeOperationID(args[0]), &client.UpgradeOperationsEventsParams{})
+			return c.UpgradeOperationsEvents(ctxOf(cmd), args[0], &client.UpgradeOperationsEventsParams{})
 		}, table{items: "events", columns: eventTable})
 	}}
 	watchCmd := &cobra.Command{Use: "watch ID", Short: "Follow an upgrade operation's steps until it ends: exit 0 when it Succeeded, 1 when it Failed or was Cancelled", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
@@ -364,253 +421,117 @@ var eventTable = []column{
 }
 
 func backupsCommand(g *globals) *cobra.Command {
-	var vmc, file, key string
 	cmd := &cobra.Command{Use: "backups", Aliases: []string{"backup"}, Short: "Backups of a vmcluster's vmstorage (ClusterBackups)"}
-	vmclusterFlag(cmd, &vmc)
-	list := &cobra.Command{Use: "list", Short: "List a vmcluster's backups", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		if err := needVMCluster(vmc); err != nil {
-			return err
-		}
-		params := &client.BackupsListParams{}
-		return g.runPages(func(c *client.Client, token string) (*http.Response, error) {
-			params.PageToken = client.Opt(token)
-			return c.BackupsList(ctxOf(cmd), client.VMClusterID(vmc), params)
-		}, table{items: "backups", columns: backupTable}, "backups")
-	}}
-	get := &cobra.Command{Use: "get BACKUP", Short: "Show a backup", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		if err := needVMCluster(vmc); err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.BackupsGet(ctxOf(cmd), client.VMClusterID(vmc), client.BackupID(args[0]))
-		}, table{columns: backupTable})
-	}}
-	create := &cobra.Command{Use: "create -f FILE", Short: "Back up a vmcluster (the request body: destination, ...)", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		if err := needVMCluster(vmc); err != nil {
-			return err
-		}
-		body, err := g.readBody(file)
-		if err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.BackupsCreateWithBody(ctxOf(cmd), client.VMClusterID(vmc), &client.BackupsCreateParams{IdempotencyKey: client.Opt(client.IdempotencyKey(key))}, jsonType, bytes.NewReader(body))
-		}, table{columns: backupTable})
-	}}
-	create.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
-	create.Flags().StringVar(&key, "idempotency-key", "", "Idempotency-Key of the request")
-	del := &cobra.Command{Use: "delete BACKUP", Short: "Delete a backup", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		if err := needVMCluster(vmc); err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.BackupsDelete(ctxOf(cmd), client.VMClusterID(vmc), client.BackupID(args[0]))
-		}, table{columns: backupTable})
-	}}
-	cmd.AddCommand(list, get, create, del)
+	r, vmc := scoped(g, cmd, backupTable)
+	cmd.AddCommand(
+		r.list("List a vmcluster's backups", "backups", func(ctx context.Context, c *client.Client, token string) (*http.Response, error) {
+			return c.BackupsList(ctx, *vmc, &client.BackupsListParams{PageToken: client.Opt(token)})
+		}),
+		r.byID("get BACKUP", "Show a backup", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
+			return c.BackupsGet(ctx, *vmc, id)
+		}),
+		r.create("Back up a vmcluster (the request body: destination, ...)", func(ctx context.Context, c *client.Client, key string, body io.Reader) (*http.Response, error) {
+			return c.BackupsCreateWithBody(ctx, *vmc, &client.BackupsCreateParams{IdempotencyKey: client.Opt(key)}, jsonType, body)
+		}),
+		r.byID("delete BACKUP", "Delete a backup", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
+			return c.BackupsDelete(ctx, *vmc, id)
+		}),
+	)
 	return cmd
 }
 
 func schedulesCommand(g *globals) *cobra.Command {
-	var vmc, file, key string
 	cmd := &cobra.Command{Use: "schedules", Aliases: []string{"schedule", "backupschedules"}, Short: "Backup schedules of a vmcluster"}
-	vmclusterFlag(cmd, &vmc)
-	list := &cobra.Command{Use: "list", Short: "List a vmcluster's backup schedules", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		if err := needVMCluster(vmc); err != nil {
-			return err
-		}
-		params := &client.BackupSchedulesListParams{}
-		return g.runPages(func(c *client.Client, token string) (*http.Response, error) {
-			params.PageToken = client.Opt(token)
-			return c.BackupSchedulesList(ctxOf(cmd), client.VMClusterID(vmc), params)
-		}, table{items: "backup_schedules", columns: scheduleTable}, "backup_schedules")
-	}}
-	get := &cobra.Command{Use: "get SCHEDULE", Short: "Show a backup schedule", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		if err := needVMCluster(vmc); err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.BackupSchedulesGet(ctxOf(cmd), client.VMClusterID(vmc), client.ScheduleID(args[0]))
-		}, table{columns: scheduleTable})
-	}}
-	create := &cobra.Command{Use: "create -f FILE", Short: "Create a backup schedule", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		if err := needVMCluster(vmc); err != nil {
-			return err
-		}
-		body, err := g.readBody(file)
-		if err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.BackupSchedulesCreateWithBody(ctxOf(cmd), client.VMClusterID(vmc), &client.BackupSchedulesCreateParams{IdempotencyKey: client.Opt(client.IdempotencyKey(key))}, jsonType, bytes.NewReader(body))
-		}, table{columns: scheduleTable})
-	}}
-	create.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
-	create.Flags().StringVar(&key, "idempotency-key", "", "Idempotency-Key of the request")
-	update := &cobra.Command{Use: "update SCHEDULE -f FILE", Short: "Change a backup schedule", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		if err := needVMCluster(vmc); err != nil {
-			return err
-		}
-		body, err := g.readBody(file)
-		if err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.BackupSchedulesUpdateWithBody(ctxOf(cmd), client.VMClusterID(vmc), client.ScheduleID(args[0]), jsonType, bytes.NewReader(body))
-		}, table{columns: scheduleTable})
-	}}
-	update.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
-	del := &cobra.Command{Use: "delete SCHEDULE", Short: "Delete a backup schedule", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		if err := needVMCluster(vmc); err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.BackupSchedulesDelete(ctxOf(cmd), client.VMClusterID(vmc), client.ScheduleID(args[0]))
-		}, table{columns: scheduleTable})
-	}}
-	cmd.AddCommand(list, get, create, update, del)
+	r, vmc := scoped(g, cmd, scheduleTable)
+	cmd.AddCommand(
+		r.list("List a vmcluster's backup schedules", "backup_schedules", func(ctx context.Context, c *client.Client, token string) (*http.Response, error) {
+			return c.BackupSchedulesList(ctx, *vmc, &client.BackupSchedulesListParams{PageToken: client.Opt(token)})
+		}),
+		r.byID("get SCHEDULE", "Show a backup schedule", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
+			return c.BackupSchedulesGet(ctx, *vmc, id)
+		}),
+		r.create("Create a backup schedule", func(ctx context.Context, c *client.Client, key string, body io.Reader) (*http.Response, error) {
+			return c.BackupSchedulesCreateWithBody(ctx, *vmc, &client.BackupSchedulesCreateParams{IdempotencyKey: client.Opt(key)}, jsonType, body)
+		}),
+		r.update("update SCHEDULE -f FILE", "Change a backup schedule", func(ctx context.Context, c *client.Client, id string, body io.Reader) (*http.Response, error) {
+			return c.BackupSchedulesUpdateWithBody(ctx, *vmc, id, jsonType, body)
+		}),
+		r.byID("delete SCHEDULE", "Delete a backup schedule", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
+			return c.BackupSchedulesDelete(ctx, *vmc, id)
+		}),
+	)
 	return cmd
 }
 
 func restoresCommand(g *globals) *cobra.Command {
-	var vmc, file, key string
 	cmd := &cobra.Command{Use: "restores", Aliases: []string{"restore"}, Short: "Restores of a backup into a vmcluster"}
-	vmclusterFlag(cmd, &vmc)
-	list := &cobra.Command{Use: "list", Short: "List a vmcluster's restores", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		if err := needVMCluster(vmc); err != nil {
-			return err
-		}
-		params := &client.RestoresListParams{}
-		return g.runPages(func(c *client.Client, token string) (*http.Response, error) {
-			params.PageToken = client.Opt(token)
-			return c.RestoresList(ctxOf(cmd), client.VMClusterID(vmc), params)
-		}, table{items: "restores", columns: restoreTable}, "restores")
-	}}
-	get := &cobra.Command{Use: "get RESTORE", Short: "Show a restore", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		if err := needVMCluster(vmc); err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.RestoresGet(ctxOf(cmd), client.VMClusterID(vmc), client.RestoreID(args[0]))
-		}, table{columns: restoreTable})
-	}}
-	create := &cobra.Command{Use: "create -f FILE", Short: "Restore a backup into the vmcluster", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		if err := needVMCluster(vmc); err != nil {
-			return err
-		}
-		body, err := g.readBody(file)
-		if err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.RestoresCreateWithBody(ctxOf(cmd), client.VMClusterID(vmc), &client.RestoresCreateParams{IdempotencyKey: client.Opt(client.IdempotencyKey(key))}, jsonType, bytes.NewReader(body))
-		}, table{columns: restoreTable})
-	}}
-	create.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
-	create.Flags().StringVar(&key, "idempotency-key", "", "Idempotency-Key of the request")
-	cmd.AddCommand(list, get, create)
+	r, vmc := scoped(g, cmd, restoreTable)
+	cmd.AddCommand(
+		r.list("List a vmcluster's restores", "restores", func(ctx context.Context, c *client.Client, token string) (*http.Response, error) {
+			return c.RestoresList(ctx, *vmc, &client.RestoresListParams{PageToken: client.Opt(token)})
+		}),
+		r.byID("get RESTORE", "Show a restore", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
+			return c.RestoresGet(ctx, *vmc, id)
+		}),
+		r.create("Restore a backup into the vmcluster", func(ctx context.Context, c *client.Client, key string, body io.Reader) (*http.Response, error) {
+			return c.RestoresCreateWithBody(ctx, *vmc, &client.RestoresCreateParams{IdempotencyKey: client.Opt(key)}, jsonType, body)
+		}),
+	)
 	return cmd
 }
 
 func operationsCommand(g *globals) *cobra.Command {
-	var vmc, file, key string
-	var dryRun bool
 	cmd := &cobra.Command{Use: "operations", Aliases: []string{"operation", "vmclusterops"}, Short: "Day-2 operations of a vmcluster (scale, rolling restart, ...)"}
-	vmclusterFlag(cmd, &vmc)
-	list := &cobra.Command{Use: "list", Short: "List a vmcluster's operations", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		if err := needVMCluster(vmc); err != nil {
-			return err
-		}
-		params := &client.VmclusterOperationsListParams{}
-		return g.runPages(func(c *client.Client, token string) (*http.Response, error) {
-			params.PageToken = client.Opt(token)
-			return c.VmclusterOperationsList(ctxOf(cmd), client.VMClusterID(vmc), params)
-		}, table{items: "operations", columns: operationTable}, "operations")
-	}}
-	create := &cobra.Command{Use: "create -f FILE", Short: "Start an operation (the request body: type, ...)", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		if err := needVMCluster(vmc); err != nil {
-			return err
-		}
-		body, err := g.readBody(file)
-		if err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.VmclusterOperationsCreateWithBody(ctxOf(cmd), client.VMClusterID(vmc), &client.VmclusterOperationsCreateParams{DryRun: client.Opt(dryRun), IdempotencyKey: client.Opt(client.IdempotencyKey(key))}, jsonType, bytes.NewReader(body))
-		}, table{columns: operationTable})
-	}}
-	create.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
-	create.Flags().StringVar(&key, "idempotency-key", "", "Idempotency-Key of the request")
+	r, vmc := scoped(g, cmd, operationTable)
+	var dryRun bool
+	create := r.create("Start an operation (the request body: type, ...)", func(ctx context.Context, c *client.Client, key string, body io.Reader) (*http.Response, error) {
+		return c.VmclusterOperationsCreateWithBody(ctx, *vmc, &client.VmclusterOperationsCreateParams{DryRun: client.Opt(dryRun), IdempotencyKey: client.Opt(key)}, jsonType, body)
+	})
 	create.Flags().BoolVar(&dryRun, "dry-run", false, "validate and show the planned steps only")
-	byID := func(use, short string, req func(ctx context.Context, c *client.Client, vmc client.VMClusterID, id client.OperationID) (*http.Response, error)) *cobra.Command {
-		return &cobra.Command{Use: use + " OPERATION", Short: short, Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-			if err := needVMCluster(vmc); err != nil {
-				return err
-			}
-			return g.run(func(c *client.Client) (*http.Response, error) {
-				return req(ctxOf(cmd), c, client.VMClusterID(vmc), client.OperationID(args[0]))
-			}, table{columns: operationTable})
-		}}
-	}
-	cmd.AddCommand(list, create,
-		byID("get", "Show an operation", func(ctx context.Context, c *client.Client, v client.VMClusterID, id client.OperationID) (*http.Response, error) {
-			return c.VmclusterOperationsGet(ctx, v, id)
+	cmd.AddCommand(
+		r.list("List a vmcluster's operations", "operations", func(ctx context.Context, c *client.Client, token string) (*http.Response, error) {
+			return c.VmclusterOperationsList(ctx, *vmc, &client.VmclusterOperationsListParams{PageToken: client.Opt(token)})
 		}),
-		byID("cancel", "Cancel an operation", func(ctx context.Context, c *client.Client, v client.VMClusterID, id client.OperationID) (*http.Response, error) {
-			return c.VmclusterOperationsCancel(ctx, v, id)
+		create,
+		r.byID("get OPERATION", "Show an operation", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
+			return c.VmclusterOperationsGet(ctx, *vmc, id)
 		}),
-		byID("pause", "Pause an operation", func(ctx context.Context, c *client.Client, v client.VMClusterID, id client.OperationID) (*http.Response, error) {
-			return c.VmclusterOperationsPause(ctx, v, id)
+		r.byID("cancel OPERATION", "Cancel an operation", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
+			return c.VmclusterOperationsCancel(ctx, *vmc, id)
 		}),
-		byID("resume", "Resume a paused operation", func(ctx context.Context, c *client.Client, v client.VMClusterID, id client.OperationID) (*http.Response, error) {
-			return c.VmclusterOperationsResume(ctx, v, id)
+		r.byID("pause OPERATION", "Pause an operation", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
+			return c.VmclusterOperationsPause(ctx, *vmc, id)
+		}),
+		r.byID("resume OPERATION", "Resume a paused operation", func(ctx context.Context, c *client.Client, id string) (*http.Response, error) {
+			return c.VmclusterOperationsResume(ctx, *vmc, id)
 		}),
 	)
 	return cmd
 }
 
 func componentsCommand(g *globals) *cobra.Command {
-	var file, ifMatch, key string
 	cmd := &cobra.Command{Use: "components", Aliases: []string{"component"}, Short: "Catalog charts installed as components"}
-	list := &cobra.Command{Use: "list", Short: "List components", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		params := &client.ComponentsListParams{}
-		return g.runPages(func(c *client.Client, token string) (*http.Response, error) {
-			params.PageToken = client.Opt(token)
-			return c.ComponentsList(ctxOf(cmd), params)
-		}, table{items: "components", columns: componentTable}, "components")
-	}}
-	get := &cobra.Command{Use: "get NAME", Short: "Show a component", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		return g.run(func(c *client.Client) (*http.Response, error) { return c.ComponentsGet(ctxOf(cmd), args[0]) }, table{columns: componentTable})
-	}}
-	create := &cobra.Command{Use: "create -f FILE", Short: "Install a component", Args: cobra.NoArgs, RunE: func(cmd *cobra.Command, _ []string) error {
-		body, err := g.readBody(file)
-		if err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.ComponentsCreateWithBody(ctxOf(cmd), &client.ComponentsCreateParams{IdempotencyKey: client.Opt(client.IdempotencyKey(key))}, jsonType, bytes.NewReader(body))
-		}, table{columns: componentTable})
-	}}
-	create.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
-	create.Flags().StringVar(&key, "idempotency-key", "", "Idempotency-Key of the request")
-	update := &cobra.Command{Use: "update NAME -f FILE", Short: "Change a component", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		body, err := g.readBody(file)
-		if err != nil {
-			return err
-		}
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.ComponentsUpdateWithBody(ctxOf(cmd), args[0], &client.ComponentsUpdateParams{IfMatch: client.Opt(client.IfMatch(ifMatch))}, jsonType, bytes.NewReader(body))
-		}, table{columns: componentTable})
-	}}
-	update.Flags().StringVarP(&file, "filename", "f", "", "the request body, JSON or YAML (- for standard input)")
-	update.Flags().StringVar(&ifMatch, "if-match", "", "the etag the component must still have")
-	del := &cobra.Command{Use: "delete NAME", Short: "Uninstall a component", Args: cobra.ExactArgs(1), RunE: func(cmd *cobra.Command, args []string) error {
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.ComponentsDelete(ctxOf(cmd), args[0], &client.ComponentsDeleteParams{IfMatch: client.Opt(client.IfMatch(ifMatch))})
-		}, table{columns: componentTable})
-	}}
-	del.Flags().StringVar(&ifMatch, "if-match", "", "the etag the component must still have")
-	cmd.AddCommand(list, get, create, update, del)
+	r := resource{g: g, columns: componentTable}
+	var ifMatch string
+	update := r.update("update NAME -f FILE", "Change a component", func(ctx context.Context, c *client.Client, name string, body io.Reader) (*http.Response, error) {
+		return c.ComponentsUpdateWithBody(ctx, name, &client.ComponentsUpdateParams{IfMatch: client.Opt(ifMatch)}, jsonType, body)
+	})
+	del := r.byID("delete NAME", "Uninstall a component", func(ctx context.Context, c *client.Client, name string) (*http.Response, error) {
+		return c.ComponentsDelete(ctx, name, &client.ComponentsDeleteParams{IfMatch: client.Opt(ifMatch)})
+	})
+	ifMatchFlag(&ifMatch, "component", update, del)
+	cmd.AddCommand(
+		r.list("List components", "components", func(ctx context.Context, c *client.Client, token string) (*http.Response, error) {
+			return c.ComponentsList(ctx, &client.ComponentsListParams{PageToken: client.Opt(token)})
+		}),
+		r.byID("get NAME", "Show a component", func(ctx context.Context, c *client.Client, name string) (*http.Response, error) {
+			return c.ComponentsGet(ctx, name)
+		}),
+		r.create("Install a component", func(ctx context.Context, c *client.Client, key string, body io.Reader) (*http.Response, error) {
+			return c.ComponentsCreateWithBody(ctx, &client.ComponentsCreateParams{IdempotencyKey: client.Opt(key)}, jsonType, body)
+		}),
+		update, del,
+	)
 	return cmd
 }
 
@@ -666,43 +587,42 @@ func (f *cloudFlags) add(cmd *cobra.Command) {
 	}
 }
 
-func nodeGroupsCommand(g *globals) *cobra.Command {
+// cloudCommand makes cmd, and its `list`, list what a cluster has in its
+// cloud: both take the cluster's flags.
+func cloudCommand(g *globals, cmd *cobra.Command, listShort string, t table, req func(ctx context.Context, c *client.Client, f cloudFlags) (*http.Response, error)) *cobra.Command {
 	var f cloudFlags
-	run := func(cmd *cobra.Command, _ []string) error {
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.NodeGroupsList(ctxOf(cmd), &client.NodeGroupsListParams{
-				K8sClusterName: client.K8sClusterName(f.cluster), Region: client.Region(f.region), CloudProvider: client.NodeGroupsListParamsCloudProvider(f.provider),
-			})
-		}, table{items: "nodeGroups", columns: []column{
-			col("name", "name"), col("version", "version"), col("status", "status"), col("desired", "desiredSize"),
-			col("min", "minSize"), col("max", "maxSize"), col("instance types", "instanceTypes"),
-		}})
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return g.run(func(c *client.Client) (*http.Response, error) { return req(ctxOf(cmd), c, f) }, t)
 	}
-	cmd := &cobra.Command{Use: "nodegroups", Aliases: []string{"nodegroup"}, Short: "A cluster's node groups, from the cloud", Args: cobra.NoArgs, RunE: run}
-	list := &cobra.Command{Use: "list", Short: "List a cluster's node groups", Args: cobra.NoArgs, RunE: run}
+	list := &cobra.Command{Use: "list", Short: listShort, Args: cobra.NoArgs, RunE: cmd.RunE}
 	f.add(cmd)
 	f.add(list)
 	cmd.AddCommand(list)
 	return cmd
 }
 
+func nodeGroupsCommand(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "nodegroups", Aliases: []string{"nodegroup"}, Short: "A cluster's node groups, from the cloud"}
+	return cloudCommand(g, cmd, "List a cluster's node groups", table{items: "nodeGroups", columns: []column{
+		col("name", "name"), col("version", "version"), col("status", "status"), col("desired", "desiredSize"),
+		col("min", "minSize"), col("max", "maxSize"), col("instance types", "instanceTypes"),
+	}}, func(ctx context.Context, c *client.Client, f cloudFlags) (*http.Response, error) {
+		return c.NodeGroupsList(ctx, &client.NodeGroupsListParams{
+			K8sClusterName: f.cluster, Region: f.region, CloudProvider: client.NodeGroupsListParamsCloudProvider(f.provider),
+		})
+	})
+}
+
 func addonsCommand(g *globals) *cobra.Command {
-	var f cloudFlags
-	run := func(cmd *cobra.Command, _ []string) error {
-		return g.run(func(c *client.Client) (*http.Response, error) {
-			return c.AddonsList(ctxOf(cmd), &client.AddonsListParams{
-				K8sClusterName: client.K8sClusterName(f.cluster), Region: client.Region(f.region), CloudProvider: client.AddonsListParamsCloudProvider(f.provider),
-			})
-		}, table{items: "addons", columns: []column{
-			col("name", "name"), col("version", "version"), col("status", "status"), col("available", "availableVersions"),
-		}})
-	}
-	cmd := &cobra.Command{Use: "addons", Aliases: []string{"addon"}, Short: "A cluster's addons and the versions they can move to, from the cloud", Args: cobra.NoArgs, RunE: run}
-	list := &cobra.Command{Use: "list", Short: "List a cluster's addons", Args: cobra.NoArgs, RunE: run}
-	f.add(cmd)
-	f.add(list)
-	cmd.AddCommand(list)
-	return cmd
+	cmd := &cobra.Command{Use: "addons", Aliases: []string{"addon"}, Short: "A cluster's addons and the versions they can move to, from the cloud"}
+	return cloudCommand(g, cmd, "List a cluster's addons", table{items: "addons", columns: []column{
+		col("name", "name"), col("version", "version"), col("status", "status"), col("available", "availableVersions"),
+	}}, func(ctx context.Context, c *client.Client, f cloudFlags) (*http.Response, error) {
+		return c.AddonsList(ctx, &client.AddonsListParams{
+			K8sClusterName: f.cluster, Region: f.region, CloudProvider: client.AddonsListParamsCloudProvider(f.provider),
+		})
+	})
 }
 
 func providersCommand(g *globals) *cobra.Command {
