@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/labstack/echo/v4"
@@ -16,12 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/cachewait"
+	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
 	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
@@ -296,29 +296,25 @@ func (s *Service) CreateSchedule(ctx context.Context, vmclusterID string, req *S
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: req.Name, Labels: objectLabels(t), Annotations: map[string]string{}},
 		Spec:       scheduleSpec(t, dest, req),
 	}
-	if key != "" {
-		obj.Annotations[opsv1.AnnotationIdempotencyKey] = key
-	}
+	idempotency.Annotate(obj, key)
 	auth.StampCaller(ctx, s.Caller, obj)
-	if err := s.Writer.Create(ctx, obj); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			existing := &opsv1.ClusterBackupSchedule{}
-			if gerr := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); gerr != nil {
-				return BackupSchedule{}, false, apierror.FromKubernetes(gerr)
-			}
-			if key != "" && existing.Annotations[opsv1.AnnotationIdempotencyKey] == key &&
-				existing.Labels[opsv1.LabelVMClusterID] == obj.Labels[opsv1.LabelVMClusterID] && equality.Semantic.DeepEqual(existing.Spec, obj.Spec) {
-				return toSchedule(existing), false, nil
-			}
-			return BackupSchedule{}, false, apierror.AlreadyExists(apierror.ReasonAlreadyExists,
-				"a backup schedule named %q already exists in namespace %s", obj.Name, s.Namespace)
-		}
-		return BackupSchedule{}, false, apierror.FromKubernetes(err)
+	// The name is the request's: without the key, or with another
+	// request, a taken name is a 409 naming it.
+	got, replayed, err := idempotency.Create(ctx, s.Writer, obj, key, func(existing *opsv1.ClusterBackupSchedule) bool {
+		return existing.Labels[opsv1.LabelVMClusterID] == obj.Labels[opsv1.LabelVMClusterID] && equality.Semantic.DeepEqual(existing.Spec, obj.Spec)
+	}, func(client.Object) error {
+		return apierror.AlreadyExists(apierror.ReasonAlreadyExists, "a backup schedule named %q already exists in namespace %s", obj.Name, s.Namespace)
+	})
+	if err != nil {
+		return BackupSchedule{}, false, err
+	}
+	if replayed {
+		return toSchedule(got), false, nil
 	}
 	auth.RecordTarget(ctx, scheduleRef(obj), "CreatedThroughAPI", "Created")
 	logr.FromContextOrDiscard(ctx).Info("Created backup schedule", "clusterBackupSchedule", klog.KObj(obj), "vmcluster", t.Name)
 	uid := obj.UID
-	s.waitForSchedule(ctx, obj.Name, func(c *opsv1.ClusterBackupSchedule) bool { return c != nil && c.UID == uid })
+	cachewait.For(ctx, s.Reader, client.ObjectKeyFromObject(obj), s.CacheWait, func(c *opsv1.ClusterBackupSchedule) bool { return c != nil && c.UID == uid })
 	return toSchedule(obj), true, nil
 }
 
@@ -434,7 +430,7 @@ func (s *Service) UpdateSchedule(ctx context.Context, vmclusterID, id string, re
 	}
 	auth.RecordTarget(ctx, scheduleRef(updated), "UpdatedThroughAPI", "Updated")
 	gen := updated.Generation
-	s.waitForSchedule(ctx, updated.Name, func(c *opsv1.ClusterBackupSchedule) bool { return c != nil && c.Generation >= gen })
+	cachewait.For(ctx, s.Reader, client.ObjectKeyFromObject(updated), s.CacheWait, func(c *opsv1.ClusterBackupSchedule) bool { return c != nil && c.Generation >= gen })
 	return toSchedule(updated), nil
 }
 
@@ -454,23 +450,8 @@ func (s *Service) DeleteSchedule(ctx context.Context, vmclusterID, id string) (S
 	}
 	auth.RecordTarget(ctx, scheduleRef(obj), "DeletedThroughAPI", "Deleted")
 	uid := obj.UID
-	s.waitForSchedule(ctx, obj.Name, func(c *opsv1.ClusterBackupSchedule) bool { return c == nil || c.UID != uid })
+	cachewait.For(ctx, s.Reader, client.ObjectKeyFromObject(obj), s.CacheWait, func(c *opsv1.ClusterBackupSchedule) bool { return c == nil || c.UID != uid })
 	return ScheduleDeleteResponse{ID: string(obj.UID), Name: toSchedule(obj).Name, Result: ResultDeleted}, nil
-}
-
-func (s *Service) waitForSchedule(ctx context.Context, name string, done func(*opsv1.ClusterBackupSchedule) bool) {
-	timeout := s.CacheWait
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		obj := &opsv1.ClusterBackupSchedule{}
-		err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, obj)
-		if apierrors.IsNotFound(err) {
-			return done(nil), nil
-		}
-		return err == nil && done(obj), nil
-	})
 }
 
 // toSchedule is the REST view of a ClusterBackupSchedule.

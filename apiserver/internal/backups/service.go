@@ -2,7 +2,6 @@ package backups
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"time"
 
@@ -12,13 +11,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/cachewait"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
@@ -178,22 +178,26 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 		Spec:       toSpec(t, dest, req),
 	}
 	if key != "" {
-		obj.Name = keyName(key)
-		obj.Annotations[opsv1.AnnotationIdempotencyKey] = key
+		obj.Name = idempotency.Name("backup-", key)
+		idempotency.Annotate(obj, key)
 	} else {
 		obj.GenerateName = generateName(t.Name)
 	}
 	auth.StampCaller(ctx, s.Caller, obj)
-	if err := s.Writer.Create(ctx, obj); err != nil {
-		if apierrors.IsAlreadyExists(err) && key != "" {
-			return s.createExisting(ctx, obj, key)
-		}
-		return Backup{}, false, apierror.FromKubernetes(err)
+	got, replayed, err := idempotency.Create(ctx, s.Writer, obj, key, func(existing *opsv1.ClusterBackup) bool {
+		return existing.Labels[opsv1.LabelVMClusterID] == obj.Labels[opsv1.LabelVMClusterID] &&
+			equality.Semantic.DeepEqual(specForCompare(existing.Spec), specForCompare(obj.Spec))
+	}, idempotency.Reused(key, "backup", "backup"))
+	if err != nil {
+		return Backup{}, false, err
+	}
+	if replayed {
+		return toBackup(got), false, nil
 	}
 	auth.RecordTarget(ctx, objectRef(obj), "CreatedThroughAPI", "Created")
 	logr.FromContextOrDiscard(ctx).Info("Created backup", "clusterBackup", klog.KObj(obj), "uid", obj.UID, "vmcluster", t.Name)
 	uid := obj.UID
-	s.waitForCache(ctx, obj.Name, func(c *opsv1.ClusterBackup) bool { return c != nil && c.UID == uid })
+	cachewait.For(ctx, s.Reader, client.ObjectKeyFromObject(obj), s.CacheWait, func(c *opsv1.ClusterBackup) bool { return c != nil && c.UID == uid })
 	return toBackup(obj), true, nil
 }
 
@@ -204,20 +208,6 @@ func objectRef(o *opsv1.ClusterBackup) corev1.ObjectReference {
 		APIVersion: opsv1.GroupVersion.String(), Kind: opsv1.ClusterBackupKind,
 		Namespace: o.Namespace, Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion,
 	}
-}
-
-func (s *Service) createExisting(ctx context.Context, obj *opsv1.ClusterBackup, key string) (Backup, bool, error) {
-	existing := &opsv1.ClusterBackup{}
-	if err := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
-		return Backup{}, false, apierror.FromKubernetes(err)
-	}
-	if existing.Annotations[opsv1.AnnotationIdempotencyKey] == key &&
-		existing.Labels[opsv1.LabelVMClusterID] == obj.Labels[opsv1.LabelVMClusterID] &&
-		equality.Semantic.DeepEqual(specForCompare(existing.Spec), specForCompare(obj.Spec)) {
-		return toBackup(existing), false, nil
-	}
-	return Backup{}, false, apierror.AlreadyExists(apierror.ReasonAlreadyExists,
-		"Idempotency-Key %q was already used for a different backup request (backup %s)", key, existing.Name)
 }
 
 // Get returns a backup of a vmcluster by name or id (UID).
@@ -406,32 +396,8 @@ func (s *Service) Delete(ctx context.Context, vmclusterID, backupID string) (Del
 		return DeleteResponse{}, apierror.FromKubernetes(err)
 	}
 	uid := obj.UID
-	s.waitForCache(ctx, obj.Name, func(c *opsv1.ClusterBackup) bool {
+	cachewait.For(ctx, s.Reader, client.ObjectKeyFromObject(obj), s.CacheWait, func(c *opsv1.ClusterBackup) bool {
 		return c == nil || c.UID != uid || c.DeletionTimestamp != nil
 	})
 	return resp, nil
-}
-
-// waitForCache waits, bounded by CacheWait, until the cached backup name
-// satisfies done (called with nil when absent). It gives up silently: the
-// response is built from the write's result either way.
-func (s *Service) waitForCache(ctx context.Context, name string, done func(*opsv1.ClusterBackup) bool) {
-	timeout := s.CacheWait
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		obj := &opsv1.ClusterBackup{}
-		err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, obj)
-		if apierrors.IsNotFound(err) {
-			return done(nil), nil
-		}
-		if err != nil {
-			return false, nil
-		}
-		return done(obj), nil
-	})
-	if err != nil {
-		logr.FromContextOrDiscard(ctx).V(1).Info("Cache did not catch up with a write in time", "clusterBackup", fmt.Sprintf("%s/%s", s.Namespace, name), "error", err.Error())
-	}
 }

@@ -1,8 +1,6 @@
 package backups
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 	"time"
 
@@ -52,13 +50,6 @@ func generateName(name string) string {
 		name = strings.TrimRight(name[:maxNameBase], "-")
 	}
 	return "backup-" + name + "-"
-}
-
-// keyName is the name of the backup created for an idempotency key, so a
-// retry finds it (as the upgrades API does).
-func keyName(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return "backup-" + hex.EncodeToString(sum[:])[:16]
 }
 
 // toSpec builds the CR spec of a backup of t to dest, defaults applied.

@@ -140,11 +140,6 @@ func TestNames(t *testing.T) {
 	g.Expect(len(gn) + 5).To(BeNumerically("<=", 63))
 	g.Expect(validation.IsDNS1123Label(gn + "x7k2p")).To(BeEmpty())
 	g.Expect(gn).To(Equal("backup-"+strings.Repeat("a", 49)+"-"), "cut, without a trailing double dash")
-
-	k := keyName("retry-1")
-	g.Expect(k).To(Equal(keyName("retry-1")), "the same key, the same name")
-	g.Expect(k).NotTo(Equal(keyName("retry-2")))
-	g.Expect(validation.IsDNS1123Label(k)).To(BeEmpty())
 }
 
 func TestToSpecAndView(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 
+	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
-	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
 // LabelComponent names the component of a HelmRelease and its
@@ -33,9 +33,7 @@ func IsManaged(hr *helmv2.HelmRelease) bool {
 func Release(t vmclusters.Translator, req CreateRequest, home string, now time.Time) *helmv2.HelmRelease {
 	hr := t.Release(vmclusters.CreateRequest{Name: req.Name, Values: req.Values, Version: req.Version}, now)
 	hr.Labels = t.ObjectLabels(Labels(req.Name))
-	if req.IdempotencyKey != "" {
-		hr.Annotations[opsv1.AnnotationIdempotencyKey] = req.IdempotencyKey
-	}
+	idempotency.Annotate(hr, req.IdempotencyKey)
 	if req.Namespace != "" && req.Namespace != home {
 		hr.Spec.TargetNamespace = req.Namespace
 	}

@@ -2,8 +2,6 @@ package restores
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -16,13 +14,14 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
+	"github.com/tidbcloud/ops-server/apiserver/internal/cachewait"
+	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -196,9 +195,8 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 		obj.Spec.Strategy = opsv1.RestoreOneAtATime
 	}
 	if key != "" {
-		sum := sha256.Sum256([]byte(key))
-		obj.Name = "restore-" + hex.EncodeToString(sum[:])[:16]
-		obj.Annotations[opsv1.AnnotationIdempotencyKey] = key
+		obj.Name = idempotency.Name("restore-", key)
+		idempotency.Annotate(obj, key)
 	} else {
 		base := t.Name
 		if len(base) > 63-len("restore--")-5 {
@@ -207,42 +205,23 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 		obj.GenerateName = "restore-" + base + "-"
 	}
 	auth.StampCaller(ctx, s.Backups.Caller, obj)
-	if err := s.Backups.Writer.Create(ctx, obj); err != nil {
-		if apierrors.IsAlreadyExists(err) && key != "" {
-			existing := &opsv1.ClusterRestore{}
-			if err := s.Backups.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
-				return Restore{}, false, apierror.FromKubernetes(err)
-			}
-			if existing.Annotations[opsv1.AnnotationIdempotencyKey] == key && existing.Labels[opsv1.LabelVMClusterID] == t.ID &&
-				equality.Semantic.DeepEqual(existing.Spec, obj.Spec) {
-				return toRestore(existing), false, nil
-			}
-			return Restore{}, false, apierror.AlreadyExists(apierror.ReasonAlreadyExists,
-				"Idempotency-Key %q was already used for a different restore request (restore %s)", key, existing.Name)
-		}
-		return Restore{}, false, apierror.FromKubernetes(err)
+	got, replayed, err := idempotency.Create(ctx, s.Backups.Writer, obj, key, func(existing *opsv1.ClusterRestore) bool {
+		return existing.Labels[opsv1.LabelVMClusterID] == t.ID && equality.Semantic.DeepEqual(existing.Spec, obj.Spec)
+	}, idempotency.Reused(key, "restore", "restore"))
+	if err != nil {
+		return Restore{}, false, err
+	}
+	if replayed {
+		return toRestore(got), false, nil
 	}
 	auth.RecordTarget(ctx, corev1.ObjectReference{
 		APIVersion: opsv1.GroupVersion.String(), Kind: opsv1.ClusterRestoreKind,
 		Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID, ResourceVersion: obj.ResourceVersion,
 	}, "CreatedThroughAPI", "Created")
 	logr.FromContextOrDiscard(ctx).Info("Created restore", "clusterRestore", klog.KObj(obj), "uid", obj.UID, "vmcluster", t.Name, "backup", b.Name)
-	s.waitForCache(ctx, obj)
+	uid := obj.UID
+	cachewait.For(ctx, s.Backups.Reader, client.ObjectKeyFromObject(obj), s.Backups.CacheWait, func(c *opsv1.ClusterRestore) bool { return c != nil && c.UID == uid })
 	return toRestore(obj), true, nil
-}
-
-// waitForCache waits (at most the backups' CacheWait) until the cache has
-// the restore, so a GET after the POST finds it.
-func (s *Service) waitForCache(ctx context.Context, obj *opsv1.ClusterRestore) {
-	timeout := s.Backups.CacheWait
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		c := &opsv1.ClusterRestore{}
-		err := s.Backups.Reader.Get(ctx, client.ObjectKeyFromObject(obj), c)
-		return err == nil && c.UID == obj.UID, nil
-	})
 }
 
 func (s *Service) list(ctx context.Context, t target) ([]opsv1.ClusterRestore, error) {

@@ -2,10 +2,7 @@ package upgrades
 
 import (
 	"context"
-	"errors"
-	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -68,7 +65,7 @@ func (s *Service) NodeGroups(ctx context.Context, q ClusterQuery) ([]NodeGroup, 
 	defer cancel()
 	groups, err := p.ListNodeGroups(ctx, ref)
 	if err != nil {
-		return nil, cloudError(err)
+		return nil, apierror.FromCloud(err)
 	}
 	out := make([]NodeGroup, 0, len(groups))
 	for _, g := range groups {
@@ -91,7 +88,7 @@ func (s *Service) Addons(ctx context.Context, q ClusterQuery) ([]ClusterAddon, e
 	defer cancel()
 	addons, err := p.ListAddons(ctx, ref)
 	if err != nil {
-		return nil, cloudError(err)
+		return nil, apierror.FromCloud(err)
 	}
 	out := make([]ClusterAddon, 0, len(addons))
 	for _, a := range addons {
@@ -107,44 +104,7 @@ func (s *Service) resolve(q ClusterQuery) (cloud.Provider, cloud.ClusterRef, err
 	}
 	p, ref, err := s.Providers.Resolve(q.CloudProvider, q.K8sClusterName, q.Region)
 	if err != nil {
-		var ce *cloud.Error
-		msg := err.Error()
-		if errors.As(err, &ce) {
-			msg = ce.Message
-		}
-		return nil, ref, apierror.InvalidArgument("the cluster cannot be reached with this server's configuration",
-			apierror.Violation("cloudProvider", "%s", msg))
+		return nil, ref, apierror.FromCloudResolve(err)
 	}
 	return p, ref, nil
-}
-
-// cloudError maps a classified cloud error: the cluster missing is a 404,
-// an unsupported call a 400, a throttled or failing cloud a 503 (with
-// Retry-After) or a 504 on a timeout, and a refusal a 502. The message is
-// the provider's, which never holds a credential.
-func cloudError(err error) error {
-	var ce *cloud.Error
-	if !errors.As(err, &ce) {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return apierror.DeadlineExceeded("the cloud did not answer in time")
-		}
-		return &apierror.Error{Code: http.StatusBadGateway, Status: apierror.StatusForCode(http.StatusBadGateway), Reason: "CLOUD_ERROR", Message: "the cloud provider failed: " + err.Error()}
-	}
-	switch ce.Kind {
-	case cloud.NotFound:
-		return apierror.NotFound("CLUSTER_NOT_FOUND", "%s", ce.Error())
-	case cloud.Unsupported:
-		return apierror.InvalidArgument("not supported by this provider", apierror.Violation("cloudProvider", "%s", ce.Message))
-	case cloud.Retryable:
-		if ce.Timeout {
-			return apierror.DeadlineExceeded("%s", ce.Error())
-		}
-		e := apierror.Unavailable("%s", ce.Error()).WithReason("CLOUD_UNAVAILABLE")
-		if ce.RetryAfter > 0 {
-			e = e.WithMetadata("retryAfterSeconds", strconv.Itoa(int(ce.RetryAfter.Round(time.Second)/time.Second)+1))
-		}
-		return e
-	default:
-		return &apierror.Error{Code: http.StatusBadGateway, Status: apierror.StatusForCode(http.StatusBadGateway), Reason: "CLOUD_ERROR", Message: ce.Error()}
-	}
 }

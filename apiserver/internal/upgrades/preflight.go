@@ -2,7 +2,6 @@ package upgrades
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
-	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/preflight"
 )
 
@@ -44,12 +42,8 @@ func (s *Service) Preflight(ctx context.Context, req *Request) (*opsv1.Preflight
 	defer cancel()
 	rep, err := preflight.Run(ctx, preflight.Input{Spec: &spec, Target: req.TargetVersion, Provider: p, Ref: ref,
 		Kube: kube, HelmNamespaces: preflight.DefaultHelmNamespaces, Now: time.Now()})
-	var ce *cloud.Error
-	switch {
-	case errors.As(err, &ce):
-		return nil, cloudError(err)
-	case err != nil:
-		return nil, apierror.FromKubernetes(err)
+	if err != nil {
+		return nil, apierror.FromCloudOrKubernetes(err)
 	}
 	return rep, nil
 }

@@ -2,9 +2,6 @@ package upgrades
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
@@ -72,9 +70,15 @@ func (s *Service) Create(ctx context.Context, req *Request, key string) (Operati
 		return Operation{}, false, err
 	}
 	obj := s.build(ctx, req, key)
+	same := func(existing *opsv1.ClusterUpgradeOperation) bool {
+		return equality.Semantic.DeepEqual(specForCompare(requestedSpec(existing)), specForCompare(requestedSpec(obj)))
+	}
+	conflict := idempotency.Reused(key, "upgrade", "operation")
 	if key != "" {
-		if op, found, err := s.replay(ctx, obj, key); found || err != nil {
-			return op, false, err
+		// A retry finds its operation before the lock: it may be the
+		// cluster's active one.
+		if existing, found, err := idempotency.Replay(ctx, s.Writer, obj, key, same, conflict); found || err != nil {
+			return replayed(existing, err)
 		}
 	} else {
 		obj.GenerateName, obj.Name = "", randomName()
@@ -83,13 +87,9 @@ func (s *Service) Create(ctx context.Context, req *Request, key string) (Operati
 	if err != nil {
 		return Operation{}, false, err
 	}
-	if err := s.Writer.Create(ctx, obj); err != nil {
+	if existing, again, err := idempotency.Create(ctx, s.Writer, obj, key, same, conflict); again || err != nil {
 		s.unlock(ctx, lease, obj.Name)
-		if apierrors.IsAlreadyExists(err) && key != "" {
-			op, _, rerr := s.replay(ctx, obj, key)
-			return op, false, rerr
-		}
-		return Operation{}, false, apierror.FromKubernetes(err)
+		return replayed(existing, err)
 	}
 	ok, err := s.confirm(ctx, lease)
 	if err != nil || !ok {
@@ -105,22 +105,13 @@ func (s *Service) Create(ctx context.Context, req *Request, key string) (Operati
 	return toOperation(obj), true, nil
 }
 
-// replay finds the operation an earlier request with the same idempotency
-// key created, read from the API server: found with the same request, it
-// is returned; with a different one, the answer is a 409.
-func (s *Service) replay(ctx context.Context, obj *opsv1.ClusterUpgradeOperation, key string) (Operation, bool, error) {
-	existing := &opsv1.ClusterUpgradeOperation{}
-	if err := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
-		if apierrors.IsNotFound(err) {
-			return Operation{}, false, nil
-		}
-		return Operation{}, false, apierror.FromKubernetes(err)
+// replayed is the answer of a create that found the operation an earlier
+// request with its idempotency key created (created false), or its error.
+func replayed(existing *opsv1.ClusterUpgradeOperation, err error) (Operation, bool, error) {
+	if err != nil {
+		return Operation{}, false, err
 	}
-	if existing.Annotations[opsv1.AnnotationIdempotencyKey] == key && equality.Semantic.DeepEqual(specForCompare(requestedSpec(existing)), specForCompare(requestedSpec(obj))) {
-		return toOperation(existing), true, nil
-	}
-	return Operation{}, true, apierror.AlreadyExists(apierror.ReasonAlreadyExists,
-		"Idempotency-Key %q was already used for a different upgrade request (operation %s)", key, existing.Name)
+	return toOperation(existing), false, nil
 }
 
 // objectRef names an operation for audit lines and Events.
@@ -176,13 +167,7 @@ func (s *Service) checkCloud(ctx context.Context, req *Request) (*Request, error
 	}
 	p, ref, err := s.Providers.Resolve(req.CloudProvider, req.K8sClusterName, req.Region)
 	if err != nil {
-		var ce *cloud.Error
-		msg := err.Error()
-		if errors.As(err, &ce) {
-			msg = ce.Message
-		}
-		return nil, apierror.InvalidArgument("the cluster cannot be reached with this server's configuration",
-			apierror.Violation("cloudProvider", "%s", msg))
+		return nil, apierror.FromCloudResolve(err)
 	}
 	return resolveTarget(ctx, p, ref, req)
 }
@@ -243,9 +228,8 @@ func (s *Service) build(ctx context.Context, req *Request, key string) *opsv1.Cl
 		obj.Annotations[AnnotationRequestedVersion] = req.requestedVersion
 	}
 	if key != "" {
-		sum := sha256.Sum256([]byte(key))
-		obj.Name = "upgrade-" + hex.EncodeToString(sum[:])[:16]
-		obj.Annotations[opsv1.AnnotationIdempotencyKey] = key
+		obj.Name = idempotency.Name("upgrade-", key)
+		idempotency.Annotate(obj, key)
 	} else {
 		obj.GenerateName = "upgrade-"
 	}

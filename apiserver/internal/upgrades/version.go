@@ -37,7 +37,7 @@ func resolveTarget(ctx context.Context, p cloud.Provider, ref cloud.ClusterRef, 
 		return nil, apierror.InvalidArgument("the target version is not available for this cluster",
 			apierror.Violation("targetVersion", "%s", unavailable.Message(req.CloudProvider, req.K8sClusterName, req.Region)))
 	case err != nil:
-		return nil, cloudError(err)
+		return nil, apierror.FromCloud(err)
 	}
 	if resolved == req.TargetVersion {
 		return req, nil

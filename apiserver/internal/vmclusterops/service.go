@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,12 +15,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
+	"github.com/tidbcloud/ops-server/apiserver/internal/cachewait"
+	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -120,20 +120,22 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 		Spec:       toSpec(t, req),
 	}
 	if key != "" {
-		obj.Name = keyName(key)
-		obj.Annotations[opsv1.AnnotationIdempotencyKey] = key
+		obj.Name = idempotency.Name("op-", key)
+		idempotency.Annotate(obj, key)
 	} else {
 		obj.GenerateName = generateName(t.Name)
 	}
 	auth.StampCaller(ctx, s.Caller, obj)
+	same := func(existing *opsv1.VMClusterOperation) bool {
+		return existing.Labels[opsv1.LabelVMClusterID] == obj.Labels[opsv1.LabelVMClusterID] &&
+			equality.Semantic.DeepEqual(specForCompare(existing.Spec), specForCompare(obj.Spec))
+	}
+	conflict := idempotency.Reused(key, "operation", "operation")
 	if key != "" {
-		existing := &opsv1.VMClusterOperation{}
-		err := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing)
-		switch {
-		case err == nil:
-			return s.sameRequest(existing, obj, key)
-		case !apierrors.IsNotFound(err):
-			return nil, false, apierror.FromKubernetes(err)
+		// A retry finds its operation before the one-active check (its
+		// operation may be the active one) and before a dry run.
+		if existing, found, err := idempotency.Replay(ctx, s.Writer, obj, key, same, conflict); found || err != nil {
+			return replayed(existing, err)
 		}
 	}
 	if active, err := s.active(ctx, t); err != nil || active != nil {
@@ -148,30 +150,23 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 		obj.Status = opsv1.VMClusterOperationStatus{}
 		return obj, false, nil
 	}
-	if err := s.Writer.Create(ctx, obj); err != nil {
-		if apierrors.IsAlreadyExists(err) && key != "" {
-			existing := &opsv1.VMClusterOperation{}
-			if err := s.Writer.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
-				return nil, false, apierror.FromKubernetes(err)
-			}
-			return s.sameRequest(existing, obj, key)
-		}
-		return nil, false, apierror.FromKubernetes(err)
+	if existing, again, err := idempotency.Create(ctx, s.Writer, obj, key, same, conflict); again || err != nil {
+		return replayed(existing, err)
 	}
 	auth.RecordTarget(ctx, objectRef(obj), "CreatedThroughAPI", "Created")
 	logr.FromContextOrDiscard(ctx).Info("Created VMClusterOperation", "vmclusterOperation", klog.KObj(obj), "uid", obj.UID, "vmcluster", t.Name)
 	uid := obj.UID
-	s.waitForCache(ctx, obj.Name, func(c *opsv1.VMClusterOperation) bool { return c != nil && c.UID == uid })
+	cachewait.For(ctx, s.Reader, client.ObjectKeyFromObject(obj), s.CacheWait, func(c *opsv1.VMClusterOperation) bool { return c != nil && c.UID == uid })
 	return toOperation(obj), true, nil
 }
 
-func (s *Service) sameRequest(existing, obj *opsv1.VMClusterOperation, key string) (any, bool, error) {
-	if existing.Annotations[opsv1.AnnotationIdempotencyKey] == key && existing.Labels[opsv1.LabelVMClusterID] == obj.Labels[opsv1.LabelVMClusterID] &&
-		equality.Semantic.DeepEqual(specForCompare(existing.Spec), specForCompare(obj.Spec)) {
-		return toOperation(existing), false, nil
+// replayed is the answer of a create that found its operation (created
+// false), or its error.
+func replayed(existing *opsv1.VMClusterOperation, err error) (any, bool, error) {
+	if err != nil {
+		return nil, false, err
 	}
-	return nil, false, apierror.AlreadyExists(apierror.ReasonAlreadyExists,
-		"Idempotency-Key %q was already used for a different operation request (operation %s)", key, existing.Name)
+	return toOperation(existing), false, nil
 }
 
 // specForCompare drops what may change after creation.
@@ -334,31 +329,8 @@ func (s *Service) patchSpec(ctx context.Context, vmclusterID, opID, reason, patc
 	}
 	auth.RecordTarget(ctx, objectRef(live), reason, reason)
 	rv := live.ResourceVersion
-	s.waitForCache(ctx, live.Name, func(c *opsv1.VMClusterOperation) bool { return c != nil && atLeast(c.ResourceVersion, rv) })
+	cachewait.For(ctx, s.Reader, client.ObjectKeyFromObject(live), s.CacheWait, func(c *opsv1.VMClusterOperation) bool { return c != nil && atLeast(c.ResourceVersion, rv) })
 	return toOperation(live), nil
-}
-
-// waitForCache waits, bounded by CacheWait, until the cached operation
-// satisfies done; it gives up silently.
-func (s *Service) waitForCache(ctx context.Context, name string, done func(*opsv1.VMClusterOperation) bool) {
-	timeout := s.CacheWait
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		obj := &opsv1.VMClusterOperation{}
-		err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, obj)
-		if apierrors.IsNotFound(err) {
-			return done(nil), nil
-		}
-		if err != nil {
-			return false, nil
-		}
-		return done(obj), nil
-	})
-	if err != nil {
-		logr.FromContextOrDiscard(ctx).V(1).Info("Cache did not catch up with a write in time", "vmclusterOperation", fmt.Sprintf("%s/%s", s.Namespace, name))
-	}
 }
 
 // atLeast reports whether resourceVersion a is rv or later. Kubernetes

@@ -1,8 +1,6 @@
 package vmclusterops
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"strings"
 	"time"
@@ -42,11 +40,6 @@ func generateName(name string) string {
 		name = strings.TrimRight(name[:maxNameBase], "-")
 	}
 	return "op-" + name + "-"
-}
-
-func keyName(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return "op-" + hex.EncodeToString(sum[:])[:16]
 }
 
 func replicas(n *int64) *int32 {

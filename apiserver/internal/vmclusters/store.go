@@ -7,15 +7,15 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/cachewait"
 )
 
 // UIDIndex is the cache index of HelmReleases by metadata.uid.
@@ -146,26 +146,13 @@ func (s *KubeStore) sourceLabels(name string) map[string]string {
 	return Labels(name)
 }
 
-// WaitForCache implements Store. It gives up silently after CacheWait:
-// the response is built from the write's result either way.
+// WaitForCache implements Store with cachewait.For. It gives up silently
+// after CacheWait: the response is built from the write's result either
+// way.
 func (s *KubeStore) WaitForCache(ctx context.Context, name string, done func(*helmv2.HelmRelease) bool) {
-	timeout := s.CacheWait
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		hr, err := s.Get(ctx, name)
-		if apierrors.IsNotFound(err) {
-			hr, err = nil, nil
-		}
-		if err != nil || !done(hr) {
-			return false, nil
-		}
+	cachewait.For(ctx, s.Cache, client.ObjectKey{Namespace: s.Namespace, Name: name}, s.CacheWait, func(hr *helmv2.HelmRelease) bool {
 		// Lists are served by Index, fed by the informer's handlers a
 		// moment after its store: a list must see the write too.
-		return s.Index == nil || done(s.Index.Get(name)), nil
+		return done(hr) && (s.Index == nil || done(s.Index.Get(name)))
 	})
-	if err != nil {
-		logr.FromContextOrDiscard(ctx).V(1).Info("Cache did not catch up with a write in time", "name", name, "error", err.Error())
-	}
 }
