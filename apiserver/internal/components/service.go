@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"regexp"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -154,36 +153,9 @@ func (s *Service) createExisting(ctx context.Context, e Entry, req CreateRequest
 	return View(existing, true), nil
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-// resolve finds a component by id (the HelmRelease UID) or by name.
+// resolve finds a component by id or name (Releases.Resolve).
 func (s *Service) resolve(ctx context.Context, id string) (*helmv2.HelmRelease, error) {
-	if uuidRE.MatchString(id) {
-		hr, err := s.Store.GetByUID(ctx, id)
-		if err == nil {
-			if IsManaged(hr) {
-				return hr, nil
-			}
-			return nil, notFound(id)
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("looking up component by id: %w", err)
-		}
-	}
-	if len(vmclusters.ValidateName(id)) > 0 {
-		return nil, notFound(id)
-	}
-	hr, err := s.Store.Get(ctx, id)
-	if apierrors.IsNotFound(err) {
-		return nil, notFound(id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("looking up component by name: %w", err)
-	}
-	if !IsManaged(hr) {
-		return nil, notFound(id)
-	}
-	return hr, nil
+	return s.releases().Resolve(ctx, id)
 }
 
 // Get returns one component with its values.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -32,6 +33,46 @@ type Releases struct {
 	NotFound func(id string) error
 	// Managed tells the resource's releases from the other's.
 	Managed func(*helmv2.HelmRelease) bool
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// Resolve finds the resource's release by id (the HelmRelease UID) or by
+// name. The cache holds every release ops-server manages, of both
+// resources: another resource's release is not found. A name not in this
+// replica's cache (yet) is read live: another ops-apiserver replica may
+// have created it a moment ago, and a client retrying here must find it
+// (docs/install.md, "High availability").
+func (r Releases) Resolve(ctx context.Context, id string) (*helmv2.HelmRelease, error) {
+	if uuidRE.MatchString(id) {
+		hr, err := r.Store.GetByUID(ctx, id)
+		if err == nil && r.Managed(hr) {
+			return hr, nil
+		}
+		if err == nil {
+			return nil, r.NotFound(id)
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("looking up %s by id: %w", r.Kind, err)
+		}
+	}
+	if len(ValidateName(id)) > 0 {
+		return nil, r.NotFound(id)
+	}
+	hr, err := r.Store.Get(ctx, id)
+	if apierrors.IsNotFound(err) {
+		hr, err = r.Store.GetLive(ctx, id)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, r.NotFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking up %s by name: %w", r.Kind, err)
+	}
+	if !r.Managed(hr) {
+		return nil, r.NotFound(id)
+	}
+	return hr, nil
 }
 
 // PreconditionFailed is the 412 of an etag that no longer matches.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
@@ -283,45 +282,9 @@ func (s *Service) createExisting(ctx context.Context, req CreateRequest) (VMClus
 	return s.Translator.View(existing, true), nil
 }
 
-var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-
-// resolve finds a vmcluster by id (the HelmRelease UID) or by name.
+// resolve finds a vmcluster by id or name (Releases.Resolve).
 func (s *Service) resolve(ctx context.Context, id string) (*helmv2.HelmRelease, error) {
-	if uuidRE.MatchString(id) {
-		hr, err := s.Store.GetByUID(ctx, id)
-		if err == nil && IsManaged(hr) {
-			return hr, nil
-		}
-		if err == nil {
-			// Another resource's release (a component's).
-			return nil, notFound(id)
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("looking up vmcluster by id: %w", err)
-		}
-	}
-	if len(ValidateName(id)) > 0 {
-		return nil, notFound(id)
-	}
-	hr, err := s.Store.Get(ctx, id)
-	if apierrors.IsNotFound(err) {
-		// Not in this replica's cache (yet): another ops-apiserver replica
-		// may have created it a moment ago, and a client retrying there
-		// must find it here (docs/install.md, "High availability").
-		hr, err = s.Store.GetLive(ctx, id)
-	}
-	if apierrors.IsNotFound(err) {
-		return nil, notFound(id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("looking up vmcluster by name: %w", err)
-	}
-	if !IsManaged(hr) {
-		// The cache holds every release ops-server manages, components'
-		// too: those are not vmclusters.
-		return nil, notFound(id)
-	}
-	return hr, nil
+	return s.releases().Resolve(ctx, id)
 }
 
 // Get returns one vmcluster with its values.
