@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/e2e/suite"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 )
@@ -107,8 +108,7 @@ func testAPIServerFailover(t *testing.T) {
 		"schedule": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
 	}
 	key := "ha-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	code, first, err := callAt(st.APIURLs[0], http.MethodPost, upgrades, req, "Idempotency-Key", key)
-	g.Expect(err).NotTo(HaveOccurred())
+	code, first := suite.CallAt(t, st.APIURLs[0], http.MethodPost, suite.Upgrades, req, "Idempotency-Key", key)
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", first)
 	id, _ := first["id"].(string)
 	g.Expect(id).NotTo(BeEmpty())
@@ -117,9 +117,8 @@ func testAPIServerFailover(t *testing.T) {
 	st.KillAPIServer(0)
 	// The client retries its POST on the other replica, as a client of
 	// the Service would after a connection error.
-	code, again, err := callAt(st.APIURLs[1], http.MethodPost, upgrades, req, "Idempotency-Key", key)
+	code, again := suite.CallAt(t, st.APIURLs[1], http.MethodPost, suite.Upgrades, req, "Idempotency-Key", key)
 	answered := time.Since(killedAt).Round(time.Millisecond)
-	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(code).To(Equal(http.StatusOK), "a retry is answered with the operation it created: %v", again)
 	g.Expect(again["id"]).To(Equal(id))
 	g.Expect(again["name"]).To(Equal(first["name"]))
@@ -127,7 +126,7 @@ func testAPIServerFailover(t *testing.T) {
 	msg := fmt.Sprintf("%-18s killed: ops-apiserver-1 answered the retried POST %s later (no Lease: both replicas serve)", "ops-apiserver-0", answered)
 	t.Log(msg)
 	takeovers = append(takeovers, msg)
-	_, err = os.Stat(st.ProcessesPath())
+	_, err := os.Stat(st.ProcessesPath())
 	g.Expect(err).NotTo(HaveOccurred())
 	l, err := stack.ReadProcesses(filepath.Dir(st.ProcessesPath()))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -136,27 +135,22 @@ func testAPIServerFailover(t *testing.T) {
 
 	// Reads and writes keep succeeding on the replica left.
 	for range 10 {
-		code, body, err := callAt(st.APIURLs[1], http.MethodGet, upgrades+"/"+id, nil)
-		g.Expect(err).NotTo(HaveOccurred())
+		code, body := suite.CallAt(t, st.APIURLs[1], http.MethodGet, suite.Upgrades+"/"+id, nil)
 		g.Expect(code).To(Equal(http.StatusOK), "%v", body)
-		code, body, err = callAt(st.APIURLs[1], http.MethodGet, vmclusters, nil)
-		g.Expect(err).NotTo(HaveOccurred())
+		code, body = suite.CallAt(t, st.APIURLs[1], http.MethodGet, suite.VMClusters, nil)
 		g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 	}
 	// A different request under the same key is refused, on either replica.
 	other := map[string]any{"k8sClusterName": "dev-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.31",
 		"schedule": req["schedule"]}
-	code, body, err := callAt(st.APIURLs[1], http.MethodPost, upgrades, other, "Idempotency-Key", key)
-	g.Expect(err).NotTo(HaveOccurred())
+	code, body := suite.CallAt(t, st.APIURLs[1], http.MethodPost, suite.Upgrades, other, "Idempotency-Key", key)
 	g.Expect(code).To(Equal(http.StatusConflict), "%v", body)
 
 	g.Expect(st.StartAPIServerReplica(ctx, 0)).To(Succeed())
-	code, body, err = callAt(st.APIURLs[0], http.MethodPost, upgrades, req, "Idempotency-Key", key)
-	g.Expect(err).NotTo(HaveOccurred())
+	code, body = suite.CallAt(t, st.APIURLs[0], http.MethodPost, suite.Upgrades, req, "Idempotency-Key", key)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 	g.Expect(body["id"]).To(Equal(id))
-	code, body, err = callAt(st.APIURLs[1], http.MethodDelete, upgrades+"/"+id, nil)
-	g.Expect(err).NotTo(HaveOccurred())
+	code, body = suite.CallAt(t, st.APIURLs[1], http.MethodDelete, suite.Upgrades+"/"+id, nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 }
 
@@ -198,7 +192,7 @@ func testFluxFailover(t *testing.T) {
 
 	// The vmcluster of the upgrade scenario: three vmstorage replicas on
 	// the vmstorage node group.
-	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+	code, body := suite.Call(t, http.MethodPost, suite.VMClusters, map[string]any{
 		"name": "vmcluster",
 		"values": map[string]any{"vmstorage": map[string]any{
 			"replicaCount": 3, "nodeSelector": map[string]any{"node-role.observability/vmstorage": "true"},
@@ -212,7 +206,7 @@ func testFluxFailover(t *testing.T) {
 	awaitTakeover(t, helmLease, helm, killedAt, during)
 	g.Expect(st.StartFluxPair(ctx, active)).To(Succeed())
 
-	waitVMCluster(t, "vmcluster", "RUNNING", 5*time.Minute)
+	suite.WaitVMCluster(t, "vmcluster", "RUNNING", 5*time.Minute)
 	var ready time.Time
 	g.Eventually(func(g Gomega) {
 		ready = readySince(g, "vmcluster")
@@ -233,11 +227,11 @@ func testFluxFailover(t *testing.T) {
 func testOperatorUpgradeFailover(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	code, body := call(t, http.MethodGet, vmclusters+"/vmcluster", nil)
+	code, body := suite.Call(t, http.MethodGet, suite.VMClusters+"/vmcluster", nil)
 	g.Expect(code).To(Equal(http.StatusOK), "the vmcluster of the Flux scenario: %v", body)
-	waitVMCluster(t, "vmcluster", "RUNNING", 3*time.Minute)
+	suite.WaitVMCluster(t, "vmcluster", "RUNNING", 3*time.Minute)
 
-	code, body = call(t, http.MethodPost, upgrades, map[string]any{
+	code, body = suite.Call(t, http.MethodPost, suite.Upgrades, map[string]any{
 		"k8sClusterName": "dev-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.30",
 		"clusterAddons": []any{map[string]any{"name": "vpc-cni", "version": "v1.18.5-eksbuild.1", "resolveConflicts": "PRESERVE"}},
 		"nodeGroupUpgrades": []any{
@@ -261,7 +255,7 @@ func testOperatorUpgradeFailover(t *testing.T) {
 		opsv1.NodeGroupStepID("vmstorage", opsv1.ActionRolloutVMStorage),
 	} {
 		g.Eventually(func(g Gomega) {
-			_, body := call(t, http.MethodGet, upgrades+"/"+id, nil)
+			_, body := suite.Call(t, http.MethodGet, suite.Upgrades+"/"+id, nil)
 			g.Expect(body["phase"]).NotTo(BeElementOf("Succeeded", "Failed"), "%v", body)
 			g.Expect(body["currentStep"]).To(Equal(step))
 		}, 3*time.Minute, 200*time.Millisecond).Should(Succeed())
@@ -272,9 +266,9 @@ func testOperatorUpgradeFailover(t *testing.T) {
 		g.Expect(st.StartOperatorReplica(ctx, victim.Replica)).To(Succeed())
 	}
 
-	done := waitUpgrade(t, id, "Succeeded", 6*time.Minute)
+	done := suite.WaitUpgrade(t, id, "Succeeded", 6*time.Minute)
 	for _, s := range done["steps"].([]any) {
-		g.Expect(field(s.(map[string]any), "phase")).To(Equal("Succeeded"), "%v", s)
+		g.Expect(suite.Field(s.(map[string]any), "phase")).To(Equal("Succeeded"), "%v", s)
 	}
 	pods := &corev1.PodList{}
 	g.Expect(st.Env.Client.List(ctx, pods, client.InNamespace(stack.Namespace), client.MatchingLabels{"app.kubernetes.io/name": "vmstorage"})).To(Succeed())
@@ -308,15 +302,15 @@ func testOperatorBackupFailover(t *testing.T) {
 	g.Expect(os.MkdirAll(st.BackupRoot(), 0o755)).To(Succeed())
 	dest, err := os.MkdirTemp(st.BackupRoot(), "ha-")
 	g.Expect(err).NotTo(HaveOccurred())
-	backups := vmclusters + "/vmcluster/backups"
-	code, body := call(t, http.MethodPost, backups, map[string]any{"destination": map[string]any{"url": "fs://" + dest}})
+	backups := suite.VMClusters + "/vmcluster/backups"
+	code, body := suite.Call(t, http.MethodPost, backups, map[string]any{"destination": map[string]any{"url": "fs://" + dest}})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	id := strings.TrimPrefix(body["name"].(string), "vmclusters/vmcluster/backups/")
 
 	// Killed once the backup runs (a replica's snapshot or vmbackup under
 	// way).
 	g.Eventually(func(g Gomega) {
-		_, body := call(t, http.MethodGet, backups+"/"+id, nil)
+		_, body := suite.Call(t, http.MethodGet, backups+"/"+id, nil)
 		g.Expect(body["phase"]).To(Equal("Running"), "%v", body)
 	}, 2*time.Minute, 50*time.Millisecond).Should(Succeed())
 	victim := leader(t, stack.OperatorLease)
@@ -327,7 +321,7 @@ func testOperatorBackupFailover(t *testing.T) {
 
 	var done map[string]any
 	g.Eventually(func(g Gomega) {
-		code, body := call(t, http.MethodGet, backups+"/"+id, nil)
+		code, body := suite.Call(t, http.MethodGet, backups+"/"+id, nil)
 		done = body
 		g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 		g.Expect(body["phase"]).To(Equal("Succeeded"), "progress=%v message=%v replicas=%v", body["progress"], body["message"], body["replicas"])

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/tidbcloud/ops-server/e2e/suite"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 )
@@ -25,7 +26,7 @@ func storyApprovalGate(t *testing.T) {
 		NodeGroups: map[string]*mock.NodeGroupState{"approval-ng": {Size: 1, InstanceTypes: []string{"m5.large"}}},
 	})).To(Succeed())
 
-	code, body := call(t, http.MethodPost, upgrades, map[string]any{
+	code, body := suite.Call(t, http.MethodPost, suite.Upgrades, map[string]any{
 		"k8sClusterName": ref.Name, "region": "local", "cloudProvider": "mock", "targetVersion": "1.30",
 		"approvals":         []any{"BeforeNodeGroups"},
 		"nodeGroupUpgrades": []any{map[string]any{"nodeGroupName": "approval-ng", "strategy": "in-place"}},
@@ -33,26 +34,26 @@ func storyApprovalGate(t *testing.T) {
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	id := body["id"].(string)
 
-	waiting := waitUpgrade(t, id, "AwaitingApproval", 3*time.Minute)
-	g.Expect(field(waiting, "awaitingApproval.gate")).To(Equal("BeforeNodeGroups"))
-	g.Expect(field(waiting, "awaitingApproval.nextStep")).To(Equal("nodegroup/approval-ng/UpgradeNodeGroup"))
-	g.Expect(field(waiting, "awaitingApproval.done")).To(Equal([]any{"controlplane"}))
+	waiting := suite.WaitUpgrade(t, id, "AwaitingApproval", 3*time.Minute)
+	g.Expect(suite.Field(waiting, "awaitingApproval.gate")).To(Equal("BeforeNodeGroups"))
+	g.Expect(suite.Field(waiting, "awaitingApproval.nextStep")).To(Equal("nodegroup/approval-ng/UpgradeNodeGroup"))
+	g.Expect(suite.Field(waiting, "awaitingApproval.done")).To(Equal([]any{"controlplane"}))
 
 	// The gate holds across an operator restart.
 	st.StopOperator()
 	g.Expect(st.StartOperator(ctx)).To(Succeed())
 	g.Consistently(func(g Gomega) {
-		_, body := call(t, http.MethodGet, upgrades+"/"+id, nil)
+		_, body := suite.Call(t, http.MethodGet, suite.Upgrades+"/"+id, nil)
 		g.Expect(body["phase"]).To(Equal("AwaitingApproval"))
 		state, err := (&mock.Provider{Client: st.Env.Client}).State(ctx, ref)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(state.NodeGroups["approval-ng"].Version).To(Equal("1.29"))
 	}, 3*time.Second, 500*time.Millisecond).Should(Succeed())
 
-	code, body = call(t, http.MethodPut, upgrades+"/"+id+"/approve", nil)
+	code, body = suite.Call(t, http.MethodPut, suite.Upgrades+"/"+id+"/approve", nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 	g.Expect(body["approved"]).To(Equal([]any{"BeforeNodeGroups"}))
-	done := waitUpgrade(t, id, "Succeeded", 3*time.Minute)
+	done := suite.WaitUpgrade(t, id, "Succeeded", 3*time.Minute)
 	g.Expect(done["awaitingApproval"]).To(BeNil())
 	state, err := (&mock.Provider{Client: st.Env.Client}).State(ctx, ref)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/e2e/suite"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
@@ -29,9 +30,9 @@ import (
 func storyBackup(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	code, body := call(t, http.MethodGet, vmclusters+"/vmcluster", nil)
+	code, body := suite.Call(t, http.MethodGet, suite.VMClusters+"/vmcluster", nil)
 	if code == http.StatusNotFound {
-		code, body = call(t, http.MethodPost, vmclusters, map[string]any{
+		code, body = suite.Call(t, http.MethodPost, suite.VMClusters, map[string]any{
 			"name": "vmcluster",
 			"values": map[string]any{"vmstorage": map[string]any{
 				"replicaCount": 3, "nodeSelector": map[string]any{"node-role.observability/vmstorage": "true"},
@@ -41,7 +42,7 @@ func storyBackup(t *testing.T) {
 	} else {
 		g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 	}
-	waitVMCluster(t, "vmcluster", "RUNNING", 3*time.Minute)
+	suite.WaitVMCluster(t, "vmcluster", "RUNNING", 3*time.Minute)
 	sts := &appsv1.StatefulSet{}
 	g.Expect(st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: "vmstorage-vmcluster"}, sts)).To(Succeed())
 	replicas := *sts.Spec.Replicas
@@ -78,8 +79,8 @@ func storyBackup(t *testing.T) {
 	dest, err := os.MkdirTemp(st.BackupRoot(), "story-")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = os.RemoveAll(dest) })
-	backups := vmclusters + "/vmcluster/backups"
-	code, body = call(t, http.MethodPost, backups, map[string]any{"destination": map[string]any{"url": "fs://" + dest}})
+	backups := suite.VMClusters + "/vmcluster/backups"
+	code, body = suite.Call(t, http.MethodPost, backups, map[string]any{"destination": map[string]any{"url": "fs://" + dest}})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	g.Expect(body["phase"]).To(Equal("Pending"))
 	g.Expect(body["name"]).To(HavePrefix("vmclusters/vmcluster/backups/"))
@@ -87,7 +88,7 @@ func storyBackup(t *testing.T) {
 
 	var done map[string]any
 	g.Eventually(func(g Gomega) {
-		code, body := call(t, http.MethodGet, backups+"/"+id, nil)
+		code, body := suite.Call(t, http.MethodGet, backups+"/"+id, nil)
 		done = body
 		g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 		g.Expect(body["phase"]).To(Equal("Succeeded"), "progress=%v message=%v replicas=%v", body["progress"], body["message"], body["replicas"])

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/e2e/suite"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
@@ -43,14 +44,14 @@ func storyBackupGate(t *testing.T) {
 		NodeGroups: map[string]*mock.NodeGroupState{"gate-old": {Size: 1, Version: "1.29", InstanceTypes: []string{"r5.xlarge"},
 			Labels: map[string]string{"node-role.observability/gate": "true"}}},
 	})).To(Succeed())
-	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+	code, body := suite.Call(t, http.MethodPost, suite.VMClusters, map[string]any{
 		"name": "gatevm",
 		"values": map[string]any{"vmstorage": map[string]any{"replicaCount": 1,
 			"nodeSelector": map[string]any{"node-role.observability/gate": "true"}}},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	t.Cleanup(func() { call(t, http.MethodDelete, vmclusters+"/gatevm", nil) })
-	waitVMCluster(t, "gatevm", "RUNNING", 3*time.Minute)
+	t.Cleanup(func() { suite.Call(t, http.MethodDelete, suite.VMClusters+"/gatevm", nil) })
+	suite.WaitVMCluster(t, "gatevm", "RUNNING", 3*time.Minute)
 	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-gatevm", 1) }, 3*time.Minute, time.Second).Should(Succeed())
 
 	request := func(url string) map[string]any {
@@ -68,9 +69,9 @@ func storyBackupGate(t *testing.T) {
 
 	// A destination the operator refuses (outside --backup-fs-roots): the
 	// backup fails, and so does the upgrade, before the new node group.
-	code, body = call(t, http.MethodPost, upgrades, request("fs:///not-a-backup-root/gate"))
+	code, body = suite.Call(t, http.MethodPost, suite.Upgrades, request("fs:///not-a-backup-root/gate"))
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	failed := waitUpgrade(t, body["id"].(string), "Failed", 3*time.Minute)
+	failed := suite.WaitUpgrade(t, body["id"].(string), "Failed", 3*time.Minute)
 	gate := stepNamed(g, failed, gateID)
 	g.Expect(gate["phase"]).To(Equal("Failed"), "%v", gate)
 	g.Expect(gate["message"]).To(ContainSubstring("nothing of node group gate-old was changed"))
@@ -84,9 +85,9 @@ func storyBackupGate(t *testing.T) {
 
 	// The stack's backup root: the backup Succeeds first, then the node
 	// group moves.
-	code, body = call(t, http.MethodPost, upgrades, request("fs://"+st.BackupRoot()+"/gate"))
+	code, body = suite.Call(t, http.MethodPost, suite.Upgrades, request("fs://"+st.BackupRoot()+"/gate"))
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	done := waitUpgrade(t, body["id"].(string), "Succeeded", 6*time.Minute)
+	done := suite.WaitUpgrade(t, body["id"].(string), "Succeeded", 6*time.Minute)
 	gate, create = stepNamed(g, done, gateID), stepNamed(g, done, createID)
 	g.Expect(gate["phase"]).To(Equal("Succeeded"), "%v", gate)
 	recorded := fmt.Sprint(gate["backup"])

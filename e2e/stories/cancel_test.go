@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tidbcloud/ops-server/e2e/suite"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
@@ -66,15 +67,15 @@ func storyCancelBlueGreen(t *testing.T) {
 		g.Expect(d.Status.ReadyReplicas).To(Equal(int32(2)))
 	}, 2*time.Minute, time.Second).Should(Succeed())
 
-	code, body := call(t, http.MethodPost, upgrades, map[string]any{
+	code, body := suite.Call(t, http.MethodPost, suite.Upgrades, map[string]any{
 		"k8sClusterName": ref.Name, "region": "local", "cloudProvider": "mock", "targetVersion": "1.30",
 		"nodeGroupUpgrades": []any{map[string]any{"nodeGroupName": "cancel-old", "strategy": "blue-green", "newNodeGroupName": "cancel-new"}},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	id := body["id"].(string)
 	g.Eventually(func(g Gomega) {
-		_, body := call(t, http.MethodGet, upgrades+"/"+id, nil)
-		g.Expect(field(body, "blockedBy.reason")).To(Equal("PodDisruptionBudget"), "currentStep=%v message=%v", body["currentStep"], body["message"])
+		_, body := suite.Call(t, http.MethodGet, suite.Upgrades+"/"+id, nil)
+		g.Expect(suite.Field(body, "blockedBy.reason")).To(Equal("PodDisruptionBudget"), "currentStep=%v message=%v", body["currentStep"], body["message"])
 	}, 3*time.Minute, time.Second).Should(Succeed())
 	nodes := &corev1.NodeList{}
 	g.Expect(st.Env.Client.List(ctx, nodes, oldNodes)).To(Succeed())
@@ -83,9 +84,9 @@ func storyCancelBlueGreen(t *testing.T) {
 		g.Expect(n.Spec.Unschedulable).To(BeTrue(), "%s is cordoned while the drain waits", n.Name)
 	}
 
-	code, body = call(t, http.MethodDelete, upgrades+"/"+id, nil)
+	code, body = suite.Call(t, http.MethodDelete, suite.Upgrades+"/"+id, nil)
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	cancelled := waitUpgrade(t, id, "Cancelled", 2*time.Minute)
+	cancelled := suite.WaitUpgrade(t, id, "Cancelled", 2*time.Minute)
 
 	g.Expect(st.Env.Client.List(ctx, nodes, oldNodes)).To(Succeed())
 	g.Expect(nodes.Items).To(HaveLen(2), "the old node group is not deleted")

@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tidbcloud/ops-server/e2e/suite"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 )
@@ -46,14 +47,14 @@ func storyDryRunApply(t *testing.T) {
 	g.Expect(cr.Kind).To(Equal("ClusterUpgradeOperation"))
 	g.Expect(cr.Metadata.Name).To(HavePrefix("upgrade-"), "a concrete name, not a generateName")
 	g.Expect(cr.Metadata.Namespace).To(Equal(obs))
-	code, _ := call(t, http.MethodGet, upgrades+"/"+cr.Metadata.Name, nil)
+	code, _ := suite.Call(t, http.MethodGet, suite.Upgrades+"/"+cr.Metadata.Name, nil)
 	g.Expect(code).To(Equal(http.StatusNotFound), "the dry run created nothing")
 
-	out, err := kubectlApply(string(manifest))
+	out, err := suite.KubectlApply(string(manifest))
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring(cr.Metadata.Name + " created"))
 
-	done := waitUpgrade(t, cr.Metadata.Name, "Succeeded", 2*time.Minute)
+	done := suite.WaitUpgrade(t, cr.Metadata.Name, "Succeeded", 2*time.Minute)
 	g.Expect(done["steps"]).To(HaveLen(2), "control plane and the in-place node-group upgrade")
 	g.Expect(done["initiatedBy"]).NotTo(BeEmpty(), "the initiator a POST records")
 	spec, _ := json.Marshal(done["spec"])
@@ -67,9 +68,9 @@ func storyDryRunApply(t *testing.T) {
 	// The same request POSTed (to the next minor) is an operation of the
 	// same shape that Succeeds too.
 	req["targetVersion"] = "1.31"
-	code, posted := call(t, http.MethodPost, upgrades, req)
+	code, posted := suite.Call(t, http.MethodPost, suite.Upgrades, req)
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", posted)
-	viaPost := waitUpgrade(t, posted["id"].(string), "Succeeded", 2*time.Minute)
+	viaPost := suite.WaitUpgrade(t, posted["id"].(string), "Succeeded", 2*time.Minute)
 	g.Expect(viaPost["steps"]).To(HaveLen(len(done["steps"].([]any))))
 	g.Expect(viaPost["initiatedBy"]).To(Equal(done["initiatedBy"]))
 }
@@ -80,14 +81,14 @@ func dryRunYAML(t *testing.T, req map[string]any) []byte {
 	g := NewWithT(t)
 	b, err := json.Marshal(req)
 	g.Expect(err).NotTo(HaveOccurred())
-	r, err := http.NewRequest(http.MethodPost, st.APIURL+upgrades+"/dry-run", bytes.NewReader(b))
+	r, err := http.NewRequest(http.MethodPost, st.APIURL+suite.Upgrades+"/dry-run", bytes.NewReader(b))
 	g.Expect(err).NotTo(HaveOccurred())
 	r.Header.Set("Content-Type", "application/json")
 	r.Header.Set("Accept", "application/yaml")
 	if st.Token != "" {
 		r.Header.Set("Authorization", "Bearer "+st.Token)
 	}
-	resp, err := apiClient(t).Do(r)
+	resp, err := suite.Client(t).Do(r)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)

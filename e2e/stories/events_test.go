@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/e2e/suite"
 )
 
 // storyCrashLoop: the vmstorage process of a vmcluster's Pod is killed and
@@ -83,7 +84,7 @@ func storyCrashLoop(t *testing.T) {
 
 	podEvent := func(reason, message string) func(g Gomega) {
 		return func(g Gomega) {
-			code, list := call(t, http.MethodGet, base+"/events?reason="+reason+"&since=10m", nil)
+			code, list := suite.Call(t, http.MethodGet, base+"/events?reason="+reason+"&since=10m", nil)
 			g.Expect(code).To(Equal(http.StatusOK), "%v", list)
 			g.Expect(list["events"]).To(ContainElement(And(
 				HaveKeyWithValue("object", And(HaveKeyWithValue("kind", "Pod"), HaveKeyWithValue("name", pod))),
@@ -91,7 +92,7 @@ func storyCrashLoop(t *testing.T) {
 		}
 	}
 	g.Eventually(podEvent("BackOff", "process exited"), time.Minute, time.Second).Should(Succeed())
-	code, warn := call(t, http.MethodGet, base+"/events?type=Warning", nil)
+	code, warn := suite.Call(t, http.MethodGet, base+"/events?type=Warning", nil)
 	g.Expect(code).To(Equal(http.StatusOK))
 	for _, e := range warn["events"].([]any) {
 		g.Expect(e).To(HaveKeyWithValue("type", "Warning"))
@@ -143,7 +144,7 @@ func storyCrashLoop(t *testing.T) {
 
 // treeNodes returns every node of GET …/resources.
 func treeNodes(t *testing.T, g Gomega, base string) []map[string]any {
-	code, tree := call(t, http.MethodGet, base+"/resources", nil)
+	code, tree := suite.Call(t, http.MethodGet, base+"/resources", nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", tree)
 	var out []map[string]any
 	var walk func(n map[string]any)

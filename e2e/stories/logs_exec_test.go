@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/e2e/suite"
 )
 
 // storyLogsExec: a vmcluster created through the REST API; `kubectl logs`
@@ -21,13 +22,13 @@ import (
 func storyLogsExec(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+	code, body := suite.Call(t, http.MethodPost, suite.VMClusters, map[string]any{
 		"name":   "logs",
 		"values": map[string]any{"vmstorage": map[string]any{"replicaCount": 1}},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	t.Cleanup(func() { call(t, http.MethodDelete, vmclusters+"/logs", nil) })
-	waitVMCluster(t, "logs", "RUNNING", 3*time.Minute)
+	t.Cleanup(func() { suite.Call(t, http.MethodDelete, suite.VMClusters+"/logs", nil) })
+	suite.WaitVMCluster(t, "logs", "RUNNING", 3*time.Minute)
 
 	var pod corev1.Pod
 	g.Eventually(func(g Gomega) {
@@ -40,14 +41,14 @@ func storyLogsExec(t *testing.T) {
 	dataDir := pod.Annotations[stack.VMStorageDataPathAnnotation]
 
 	g.Eventually(func(g Gomega) {
-		out, err := kubectl("logs", "-n", obs, pod.Name, "-c", "vmstorage")
+		out, err := suite.Kubectl("logs", "-n", obs, pod.Name, "-c", "vmstorage")
 		g.Expect(err).NotTo(HaveOccurred(), out)
 		g.Expect(out).To(ContainSubstring(`opening storage at "` + dataDir + `"`))
 	}, 2*time.Minute, 2*time.Second).Should(Succeed())
-	out, err := kubectl("exec", "-n", obs, pod.Name, "-c", "vmstorage", "--", "ls", dataDir)
+	out, err := suite.Kubectl("exec", "-n", obs, pod.Name, "-c", "vmstorage", "--", "ls", dataDir)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(strings.Fields(out)).To(ContainElements("data", "indexdb"))
-	out, err = kubectl("exec", "-n", obs, pod.Name, "-c", "vmstorage", "--", "pwd")
+	out, err = suite.Kubectl("exec", "-n", obs, pod.Name, "-c", "vmstorage", "--", "pwd")
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(strings.TrimSpace(out)).To(Equal(dataDir))
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/e2e/deploy/render"
 	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/e2e/suite"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 	"github.com/tidbcloud/ops-server/operator/testenv"
@@ -35,7 +36,7 @@ func storyUpgradeFailedAlert(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	out, err := exec.Command(bin, "--version").Output()
 	g.Expect(err).NotTo(HaveOccurred())
-	code, version := call(t, http.MethodGet, "/version", nil)
+	code, version := suite.Call(t, http.MethodGet, "/version", nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", version)
 	g.Expect(string(out)).To(Equal(fmt.Sprintf("ops-operator %s (revision %s, %s)\n", version["version"], version["revision"], version["goVersion"])))
 
@@ -48,19 +49,19 @@ func storyUpgradeFailedAlert(t *testing.T) {
 			Started: now, Due: now.Add(24 * time.Hour), State: string(cloud.OperationRunning),
 		}},
 	})).To(Succeed())
-	code, body := call(t, http.MethodPost, upgrades, map[string]any{
+	code, body := suite.Call(t, http.MethodPost, suite.Upgrades, map[string]any{
 		"k8sClusterName": ref.Name, "region": ref.Region, "cloudProvider": "mock", "targetVersion": "1.30",
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	name, namespace := body["name"].(string), body["namespace"].(string)
-	failed := waitUpgrade(t, body["id"].(string), "Failed", 2*time.Minute)
+	failed := suite.WaitUpgrade(t, body["id"].(string), "Failed", 2*time.Minute)
 	g.Expect(fmt.Sprint(failed["steps"])).To(ContainSubstring("has an operation in progress"))
 
 	// A vmcluster to push the scrape into (as a Prometheus would scrape).
 	base := runningVMCluster(t, "alerts")
-	_, running := call(t, http.MethodGet, base, nil)
-	remoteWrite, _ := field(running, "endpoints.remote_write").(string)
-	prometheus, _ := field(running, "endpoints.prometheus").(string)
+	_, running := suite.Call(t, http.MethodGet, base, nil)
+	remoteWrite, _ := suite.Field(running, "endpoints.remote_write").(string)
+	prometheus, _ := suite.Field(running, "endpoints.prometheus").(string)
 	g.Expect(remoteWrite).NotTo(BeEmpty(), "%v", running["endpoints"])
 
 	scrape := get(t, st.OperatorMetricsURL)

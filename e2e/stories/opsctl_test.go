@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/e2e/suite"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 	"github.com/tidbcloud/ops-server/operator/testenv"
@@ -81,7 +82,7 @@ func storyOpsctl(t *testing.T) {
 		g.Expect(code).To(Equal(0), errOut)
 		var got map[string]any
 		g.Expect(json.Unmarshal([]byte(out), &got)).To(Succeed(), out)
-		apiCode, want := call(t, http.MethodGet, path, nil)
+		apiCode, want := suite.Call(t, http.MethodGet, path, nil)
 		g.Expect(apiCode).To(Equal(http.StatusOK))
 		g.Expect(got).To(Equal(want))
 	}
@@ -100,7 +101,7 @@ values:
 	g.Expect(out).To(MatchRegexp(`^NAME +STATUS +CHART VERSION +AGE\nopsctl +RUNNING `))
 	g.Expect(errOut).To(ContainSubstring("vmcluster opsctl: RUNNING"))
 	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-opsctl", 2) }, 3*time.Minute, time.Second).Should(Succeed())
-	g.Eventually(func(g Gomega) { sameAsAPI(g, vmclusters+"/opsctl", "vmclusters", "get", "opsctl") }, time.Minute, time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) { sameAsAPI(g, suite.VMClusters+"/opsctl", "vmclusters", "get", "opsctl") }, time.Minute, time.Second).Should(Succeed())
 
 	code, out, errOut = opsctl("nodegroups", "--k8s-cluster", ref.Name, "--region", ref.Region, "--cloud-provider", "mock")
 	g.Expect(code).To(Equal(0), errOut)
@@ -143,14 +144,14 @@ nodeGroupUpgrades:
 	g.Expect(code).To(Equal(0), "stdout:\n%s\nstderr:\n%s", out, errOut)
 	g.Expect(out).To(ContainSubstring("step nodegroup/opsctl-store/CreateNodeGroup  Succeeded"))
 	g.Expect(out).To(MatchRegexp(`upgrade operation \S+ Succeeded\n$`))
-	_, done := call(t, http.MethodGet, upgrades+"/"+id, nil)
+	_, done := suite.Call(t, http.MethodGet, suite.Upgrades+"/"+id, nil)
 	g.Expect(done["phase"]).To(Equal("Succeeded"))
 	for _, s := range done["steps"].([]any) {
-		g.Expect(field(s.(map[string]any), "phase")).To(Equal("Succeeded"), "%v", s)
+		g.Expect(suite.Field(s.(map[string]any), "phase")).To(Equal("Succeeded"), "%v", s)
 		// Every step's final state was shown, once.
-		g.Expect(strings.Count(out, "step "+field(s.(map[string]any), "id").(string)+"  Succeeded")).To(Equal(1))
+		g.Expect(strings.Count(out, "step "+suite.Field(s.(map[string]any), "id").(string)+"  Succeeded")).To(Equal(1))
 	}
-	sameAsAPI(g, upgrades+"/"+id, "upgrades", "get", id)
+	sameAsAPI(g, suite.Upgrades+"/"+id, "upgrades", "get", id)
 	code, out, errOut = opsctl("upgrades", "list", "--k8s-cluster", ref.Name)
 	g.Expect(code).To(Equal(0), errOut)
 	g.Expect(out).To(MatchRegexp(`(?m)^NAME +CLUSTER +TARGET +PHASE +CURRENT STEP +AGE\n\S+ +opsctl-cluster +1\.30 +Succeeded `))
@@ -174,7 +175,7 @@ nodeGroupUpgrades:
 	failedID := created["id"].(string)
 	code, out, errOut = opsctl("upgrades", "watch", failedID, "--timeout", "5m")
 	g.Expect(code).To(Equal(1), "stdout:\n%s\nstderr:\n%s", out, errOut)
-	_, failed := call(t, http.MethodGet, upgrades+"/"+failedID, nil)
+	_, failed := suite.Call(t, http.MethodGet, suite.Upgrades+"/"+failedID, nil)
 	g.Expect(failed["phase"]).To(Equal("Failed"))
 	var step map[string]any
 	for _, s := range failed["steps"].([]any) {

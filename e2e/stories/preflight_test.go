@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tidbcloud/ops-server/e2e/suite"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 )
@@ -67,7 +68,7 @@ func storyPreflight(t *testing.T) {
 		"k8sClusterName": "preflight-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.32",
 		"nodeGroupUpgrades": []any{map[string]any{"nodeGroupName": "pf-ng", "strategy": "blue-green", "newNodeGroupName": "pf-ng-132"}},
 	}
-	code, rep := call(t, http.MethodPost, upgrades+"/preflight", req)
+	code, rep := suite.Call(t, http.MethodPost, suite.Upgrades+"/preflight", req)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", rep)
 	g.Expect(rep["result"]).To(Equal("fail"))
 	restPDB := check(g, rep, "PodDisruptionBudgets")
@@ -82,15 +83,15 @@ func storyPreflight(t *testing.T) {
 	// allows: a refusal would be a "not checked" warning).
 	g.Expect(toString(removed["evidence"])).To(MatchRegexp(`[0-9]+ deployed Helm releases read in observability`))
 	g.Expect(toString(removed["evidence"])).NotTo(ContainSubstring("not checked"))
-	code, list := call(t, http.MethodGet, upgrades+"?k8sClusterName=preflight-cluster", nil)
+	code, list := suite.Call(t, http.MethodGet, suite.Upgrades+"?k8sClusterName=preflight-cluster", nil)
 	g.Expect(code).To(Equal(http.StatusOK))
 	g.Expect(list["upgradeOperations"]).To(BeEmpty(), "a preflight creates nothing")
 
 	// The same body as an operation: Failed before any cloud change, the
 	// same failed check recorded by ops-operator.
-	code, created := call(t, http.MethodPost, upgrades, req)
+	code, created := suite.Call(t, http.MethodPost, suite.Upgrades, req)
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", created)
-	done := waitUpgrade(t, created["id"].(string), "Failed", 2*time.Minute)
+	done := suite.WaitUpgrade(t, created["id"].(string), "Failed", 2*time.Minute)
 	g.Expect(done["message"]).To(HavePrefix("Preflight: PodDisruptionBudget observability/vmstorage-preflight"))
 	opPreflight, ok := done["preflight"].(map[string]any)
 	g.Expect(ok).To(BeTrue(), "%v", done)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/e2e/docshell"
 	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/e2e/suite"
 )
 
 // quickstartSkipped are the ```sh blocks of docs/quickstart.md the story
@@ -185,11 +186,11 @@ func resetForQuickstart(t *testing.T) {
 			return apierrors.IsNotFound(st.Env.Client.Get(ctx, client.ObjectKeyFromObject(op), &opsv1.ClusterUpgradeOperation{}))
 		}, 2*time.Minute, time.Second).Should(BeTrue(), "upgrade operation %s deleted", op.Name)
 	}
-	if code, _ := call(t, http.MethodGet, vmclusters+"/vmcluster", nil); code == http.StatusOK {
-		code, body := call(t, http.MethodDelete, vmclusters+"/vmcluster", nil)
+	if code, _ := suite.Call(t, http.MethodGet, suite.VMClusters+"/vmcluster", nil); code == http.StatusOK {
+		code, body := suite.Call(t, http.MethodDelete, suite.VMClusters+"/vmcluster", nil)
 		g.Expect(code).To(BeNumerically("<", 300), "%v", body)
 		g.Eventually(func() int {
-			code, _ := call(t, http.MethodGet, vmclusters+"/vmcluster", nil)
+			code, _ := suite.Call(t, http.MethodGet, suite.VMClusters+"/vmcluster", nil)
 			return code
 		}, 3*time.Minute, time.Second).Should(Equal(http.StatusNotFound))
 	}

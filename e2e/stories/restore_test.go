@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/e2e/suite"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
@@ -32,16 +33,16 @@ var sharedBackup struct{ id, dest string }
 func backedUpVMCluster(t *testing.T, metric string) (remoteWrite, prometheus, backupID, dest string, now time.Time) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	base := vmclusters + "/" + restoreCluster
-	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+	base := suite.VMClusters + "/" + restoreCluster
+	code, body := suite.Call(t, http.MethodPost, suite.VMClusters, map[string]any{
 		"name": restoreCluster, "values": map[string]any{"vmstorage": map[string]any{"replicaCount": 2}},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	t.Cleanup(func() { call(t, http.MethodDelete, base, nil) })
-	running := waitVMCluster(t, restoreCluster, "RUNNING", 3*time.Minute)
+	t.Cleanup(func() { suite.Call(t, http.MethodDelete, base, nil) })
+	running := suite.WaitVMCluster(t, restoreCluster, "RUNNING", 3*time.Minute)
 	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-"+restoreCluster, 2) }, 3*time.Minute, time.Second).Should(Succeed())
-	remoteWrite, _ = field(running, "endpoints.remote_write").(string)
-	prometheus, _ = field(running, "endpoints.prometheus").(string)
+	remoteWrite, _ = suite.Field(running, "endpoints.remote_write").(string)
+	prometheus, _ = suite.Field(running, "endpoints.prometheus").(string)
 
 	samples := fmt.Sprintf(`sum(count_over_time(%s[1d]))`, metric)
 	now = time.Now()
@@ -54,11 +55,11 @@ func backedUpVMCluster(t *testing.T, metric string) (remoteWrite, prometheus, ba
 	g.Expect(os.MkdirAll(st.BackupRoot(), 0o755)).To(Succeed())
 	dest, err := os.MkdirTemp(st.BackupRoot(), "restore-story-")
 	g.Expect(err).NotTo(HaveOccurred())
-	code, body = call(t, http.MethodPost, base+"/backups", map[string]any{"destination": map[string]any{"url": "fs://" + dest}})
+	code, body = suite.Call(t, http.MethodPost, base+"/backups", map[string]any{"destination": map[string]any{"url": "fs://" + dest}})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	backupID = strings.TrimPrefix(body["name"].(string), "vmclusters/"+restoreCluster+"/backups/")
 	g.Eventually(func(g Gomega) {
-		code, body := call(t, http.MethodGet, base+"/backups/"+backupID, nil)
+		code, body := suite.Call(t, http.MethodGet, base+"/backups/"+backupID, nil)
 		g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 		g.Expect(body["phase"]).To(Equal("Succeeded"), "%v", body)
 	}, 3*time.Minute, time.Second).Should(Succeed())
@@ -78,7 +79,7 @@ func backedUpVMCluster(t *testing.T, metric string) (remoteWrite, prometheus, ba
 func storyRestore(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	base := vmclusters + "/" + restoreCluster
+	base := suite.VMClusters + "/" + restoreCluster
 	const metric = "restore_story"
 	samples := fmt.Sprintf(`sum(count_over_time(%s[1d]))`, metric)
 	series := fmt.Sprintf(`count(last_over_time(%s[1d]))`, metric)
@@ -101,15 +102,15 @@ func storyRestore(t *testing.T) {
 	// The restore, through REST; a mapping that does not fit is a 400
 	// naming the field, and creates nothing.
 	restores := base + "/restores"
-	code, body := call(t, http.MethodPost, restores, map[string]any{"backup": backupID,
+	code, body := suite.Call(t, http.MethodPost, restores, map[string]any{"backup": backupID,
 		"replica_mapping": []any{map[string]any{"replica": 0, "from_replica": 1}}})
 	g.Expect(code).To(Equal(http.StatusBadRequest), "%v", body)
 	g.Expect(fmt.Sprint(body)).To(ContainSubstring("replica_mapping"))
 	g.Expect(fmt.Sprint(body)).To(ContainSubstring("replicaMapping must name every vmstorage replica of the VMCluster (0, 1)"))
-	code, body = call(t, http.MethodGet, restores, nil)
+	code, body = suite.Call(t, http.MethodGet, restores, nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 	g.Expect(body["restores"]).To(BeEmpty())
-	code, body = call(t, http.MethodPost, restores, map[string]any{"backup": backupID})
+	code, body = suite.Call(t, http.MethodPost, restores, map[string]any{"backup": backupID})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	g.Expect(body["phase"]).To(Equal("Pending"))
 	g.Expect(body["strategy"]).To(Equal("OneAtATime"))
@@ -145,7 +146,7 @@ func storyRestore(t *testing.T) {
 		}
 		g.Expect(rs.Status.Phase).To(Equal(opsv1.RestorePhaseSucceeded), "%s", describeRestore(rs))
 	}, 4*time.Minute, 200*time.Millisecond).Should(Succeed())
-	code, body = call(t, http.MethodGet, restores+"/"+restoreID, nil)
+	code, body = suite.Call(t, http.MethodGet, restores+"/"+restoreID, nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 	g.Expect(body["phase"]).To(Equal("Succeeded"), "%v", body)
 	g.Expect(body["progress"]).To(Equal("2/2"))
@@ -206,24 +207,24 @@ func storyMigrate(t *testing.T) {
 		_, _, backupID, _, _ = backedUpVMCluster(t, metric)
 	}
 	const copyName = "restored-copy"
-	base := vmclusters + "/" + copyName
-	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+	base := suite.VMClusters + "/" + copyName
+	code, body := suite.Call(t, http.MethodPost, suite.VMClusters, map[string]any{
 		"name": copyName, "values": map[string]any{"vmstorage": map[string]any{"replicaCount": 1}},
 		"restore_from": map[string]any{"backup": backupID},
 	})
 	g.Expect(code).To(Equal(http.StatusBadRequest), "%v", body)
 	g.Expect(fmt.Sprint(body)).To(ContainSubstring("restore_from.backup"))
-	code, _ = call(t, http.MethodGet, base, nil)
+	code, _ = suite.Call(t, http.MethodGet, base, nil)
 	g.Expect(code).To(Equal(http.StatusNotFound))
 	err := st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: opsv1.VMStorageHoldConfigMapName(copyName)}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no hold written on a 400: %v", err)
 
-	code, body = call(t, http.MethodPost, vmclusters, map[string]any{
+	code, body = suite.Call(t, http.MethodPost, suite.VMClusters, map[string]any{
 		"name": copyName, "values": map[string]any{"vmstorage": map[string]any{"replicaCount": 2}},
 		"restore_from": map[string]any{"backup": backupID},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	t.Cleanup(func() { call(t, http.MethodDelete, base, nil) })
+	t.Cleanup(func() { suite.Call(t, http.MethodDelete, base, nil) })
 	hold := &corev1.ConfigMap{}
 	g.Expect(st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: opsv1.VMStorageHoldConfigMapName(copyName)}, hold)).To(Succeed())
 	g.Expect(hold.Data).To(HaveLen(2), "the new vmcluster starts with every replica held")
@@ -231,7 +232,7 @@ func storyMigrate(t *testing.T) {
 	restoreID := opsv1.SeedRestoreName(copyName)
 	var done map[string]any
 	g.Eventually(func(g Gomega) {
-		code, body := call(t, http.MethodGet, base+"/restores/"+restoreID, nil)
+		code, body := suite.Call(t, http.MethodGet, base+"/restores/"+restoreID, nil)
 		done = body
 		g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 		g.Expect(body["phase"]).To(Equal("Succeeded"), "%v", body)
@@ -243,7 +244,7 @@ func storyMigrate(t *testing.T) {
 	}
 	g.Expect(st.Env.Client.Get(ctx, client.ObjectKeyFromObject(hold), hold)).To(Succeed())
 	g.Expect(hold.Data).To(BeEmpty(), "every replica released")
-	running := waitVMCluster(t, copyName, "RUNNING", 3*time.Minute)
+	running := suite.WaitVMCluster(t, copyName, "RUNNING", 3*time.Minute)
 	// vmstorage of the new vmcluster started only on restored data: each
 	// replica's first Pod waited in the hold and was never replaced, so
 	// every vmstorage start the stack recorded is of that Pod (the old
@@ -270,7 +271,7 @@ func storyMigrate(t *testing.T) {
 		}
 	}
 	g.Expect(seen).To(Equal(2))
-	prometheus, _ := field(running, "endpoints.prometheus").(string)
+	prometheus, _ := suite.Field(running, "endpoints.prometheus").(string)
 
 	samples := fmt.Sprintf(`sum(count_over_time(%s[1d]))`, metric)
 	series := fmt.Sprintf(`count(last_over_time(%s[1d]))`, metric)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/e2e/suite"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 )
@@ -45,9 +46,9 @@ func storyRolloutTarget(t *testing.T) {
 			"vmselect":  map[string]any{"replicaCount": vmselectReplicas},
 		}
 	}
-	code, body := call(t, http.MethodPost, vmclusters, map[string]any{"name": "metrics", "values": values(1)})
+	code, body := suite.Call(t, http.MethodPost, suite.VMClusters, map[string]any{"name": "metrics", "values": values(1)})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	waitVMCluster(t, "metrics", "RUNNING", 3*time.Minute)
+	suite.WaitVMCluster(t, "metrics", "RUNNING", 3*time.Minute)
 	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-metrics", 2) }, 3*time.Minute, time.Second).Should(Succeed())
 
 	upgrade := func(target string) map[string]any {
@@ -61,19 +62,19 @@ func storyRolloutTarget(t *testing.T) {
 		}
 	}
 	// A target that does not exist is refused before anything is created.
-	code, body = call(t, http.MethodPost, upgrades, upgrade("no-such-vmcluster"))
+	code, body = suite.Call(t, http.MethodPost, suite.Upgrades, upgrade("no-such-vmcluster"))
 	g.Expect(code).To(Equal(http.StatusBadRequest), "%v", body)
 	g.Expect(body["error"]).To(HaveKeyWithValue("message", ContainSubstring("rollout target")))
 	g.Expect(fmt.Sprint(body)).To(ContainSubstring("nodeGroupUpgrades[0].vmCluster"))
 
-	code, body = call(t, http.MethodPost, upgrades, upgrade("metrics"))
+	code, body = suite.Call(t, http.MethodPost, suite.Upgrades, upgrade("metrics"))
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	g.Expect(field(body, "spec.nodeGroupUpgrades")).To(ContainElement(HaveKeyWithValue("vmCluster", "metrics")))
-	g.Expect(field(body, "spec.nodeGroupUpgrades")).To(ContainElement(HaveKeyWithValue("vmstorageSTSName", "vmstorage-metrics")))
+	g.Expect(suite.Field(body, "spec.nodeGroupUpgrades")).To(ContainElement(HaveKeyWithValue("vmCluster", "metrics")))
+	g.Expect(suite.Field(body, "spec.nodeGroupUpgrades")).To(ContainElement(HaveKeyWithValue("vmstorageSTSName", "vmstorage-metrics")))
 	id := body["id"].(string)
-	done := waitUpgrade(t, id, "Succeeded", 6*time.Minute)
+	done := suite.WaitUpgrade(t, id, "Succeeded", 6*time.Minute)
 	for _, s := range done["steps"].([]any) {
-		g.Expect(field(s.(map[string]any), "phase")).To(Equal("Succeeded"), "%v", s)
+		g.Expect(suite.Field(s.(map[string]any), "phase")).To(Equal("Succeeded"), "%v", s)
 	}
 	onNewGroup := func(g Gomega) {
 		pods := &corev1.PodList{}
@@ -99,7 +100,7 @@ func storyRolloutTarget(t *testing.T) {
 
 	// A PUT of values that still name the old node group: a change of
 	// vmselect, allowed without allow_data_loss.
-	code, body = call(t, http.MethodPut, vmclusters+"/metrics", map[string]any{"values": values(2)})
+	code, body = suite.Call(t, http.MethodPut, suite.VMClusters+"/metrics", map[string]any{"values": values(2)})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	g.Expect(st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: "metrics"}, hr)).To(Succeed())
 	g.Expect(hr.Spec.PostRenderers).To(HaveLen(1), "the PUT keeps the post-renderer")
@@ -116,7 +117,7 @@ func storyRolloutTarget(t *testing.T) {
 	sel, _, _ := unstructured.NestedStringMap(vmc.Object, "spec", "vmstorage", "nodeSelector")
 	g.Expect(sel).To(HaveKeyWithValue(stack.NodeGroupLabel, "metrics-store-130"))
 	g.Eventually(func(g Gomega) { stsReady(g, "vmselect-metrics", 2) }, 3*time.Minute, time.Second).Should(Succeed())
-	waitVMCluster(t, "metrics", "RUNNING", 3*time.Minute)
+	suite.WaitVMCluster(t, "metrics", "RUNNING", 3*time.Minute)
 	g.Consistently(onNewGroup, 10*time.Second, time.Second).Should(Succeed())
 }
 

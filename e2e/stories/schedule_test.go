@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tidbcloud/ops-server/e2e/suite"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
@@ -28,14 +29,14 @@ func storyBackupSchedule(t *testing.T) {
 	ctx := context.Background()
 	base := runningVMCluster(t, "sched")
 	schedules := base + "/backupSchedules"
-	code, body := call(t, http.MethodPost, schedules, map[string]any{"name": "every-minute", "schedule": "* * * * *", "keep_last": 2})
+	code, body := suite.Call(t, http.MethodPost, schedules, map[string]any{"name": "every-minute", "schedule": "* * * * *", "keep_last": 2})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	g.Expect(body["name"]).To(Equal("vmclusters/sched/backupSchedules/every-minute"))
-	g.Expect(field(body, "destination.url")).To(Equal("fs://" + st.BackupRoot()))
-	t.Cleanup(func() { call(t, http.MethodDelete, schedules+"/every-minute", nil) })
+	g.Expect(suite.Field(body, "destination.url")).To(Equal("fs://" + st.BackupRoot()))
+	t.Cleanup(func() { suite.Call(t, http.MethodDelete, schedules+"/every-minute", nil) })
 
 	// A bad cron expression is a 400 naming the field, and creates nothing.
-	code, body = call(t, http.MethodPost, schedules, map[string]any{"name": "bad", "schedule": "every day", "keep_last": 2})
+	code, body = suite.Call(t, http.MethodPost, schedules, map[string]any{"name": "bad", "schedule": "every day", "keep_last": 2})
 	g.Expect(code).To(Equal(http.StatusBadRequest), "%v", body)
 	g.Expect(fmt.Sprint(body)).To(ContainSubstring("field:schedule"), "%v", body)
 	g.Expect(fmt.Sprint(body)).To(ContainSubstring("is not a valid cron expression"), "%v", body)
@@ -45,16 +46,16 @@ func storyBackupSchedule(t *testing.T) {
 
 	// Three ticks or more: retention deleted the oldest.
 	g.Eventually(func(g Gomega) {
-		code, body := call(t, http.MethodGet, schedules+"/every-minute", nil)
+		code, body := suite.Call(t, http.MethodGet, schedules+"/every-minute", nil)
 		g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 		g.Expect(body["deleted_backups"]).To(BeNumerically(">=", 1), "%v", body)
 	}, 6*time.Minute, 2*time.Second).Should(Succeed())
-	code, body = call(t, http.MethodPut, schedules+"/every-minute", map[string]any{"schedule": "* * * * *", "keep_last": 2, "suspend": true})
+	code, body = suite.Call(t, http.MethodPut, schedules+"/every-minute", map[string]any{"schedule": "* * * * *", "keep_last": 2, "suspend": true})
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 
 	var kept []string
 	g.Eventually(func(g Gomega) {
-		code, body := call(t, http.MethodGet, schedules+"/every-minute", nil)
+		code, body := suite.Call(t, http.MethodGet, schedules+"/every-minute", nil)
 		g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 		g.Expect(body["state"]).To(Equal("SUSPENDED"), "%v", body)
 		list := &opsv1.ClusterBackupList{}

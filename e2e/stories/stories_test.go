@@ -15,54 +15,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/e2e/suite"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 )
 
-const (
-	vmclusters = "/api/v1/observability-ops/vmclusters"
-	upgrades   = "/ops/api/v1/upgradeOperations"
-	obs        = "observability"
-)
+const obs = "observability"
 
 // runningVMCluster creates vmcluster name with one vmstorage replica
 // through the REST API, deletes it when the test ends, waits until it is
 // RUNNING and returns its path.
 func runningVMCluster(t *testing.T, name string) string {
 	t.Helper()
-	base := vmclusters + "/" + name
-	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+	base := suite.VMClusters + "/" + name
+	code, body := suite.Call(t, http.MethodPost, suite.VMClusters, map[string]any{
 		"name":   name,
 		"values": map[string]any{"vmstorage": map[string]any{"replicaCount": 1}},
 	})
 	NewWithT(t).Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	t.Cleanup(func() { call(t, http.MethodDelete, base, nil) })
-	waitVMCluster(t, name, "RUNNING", 3*time.Minute)
+	t.Cleanup(func() { suite.Call(t, http.MethodDelete, base, nil) })
+	suite.WaitVMCluster(t, name, "RUNNING", 3*time.Minute)
 	return base
-}
-
-func waitVMCluster(t *testing.T, name, status string, timeout time.Duration) map[string]any {
-	t.Helper()
-	var last map[string]any
-	NewWithT(t).Eventually(func(g Gomega) {
-		code, body := call(t, http.MethodGet, vmclusters+"/"+name, nil)
-		last = body
-		g.Expect(code).To(Equal(http.StatusOK), "%v", body)
-		g.Expect(body["status"]).To(Equal(status), "%v", body)
-	}, timeout, time.Second).Should(Succeed())
-	return last
-}
-
-func waitUpgrade(t *testing.T, id, phase string, timeout time.Duration) map[string]any {
-	t.Helper()
-	var last map[string]any
-	NewWithT(t).Eventually(func(g Gomega) {
-		code, body := call(t, http.MethodGet, upgrades+"/"+id, nil)
-		last = body
-		g.Expect(code).To(Equal(http.StatusOK))
-		g.Expect(body["phase"]).To(Equal(phase), "currentStep=%v message=%v", body["currentStep"], body["message"])
-	}, timeout, 500*time.Millisecond).Should(Succeed())
-	return last
 }
 
 func stsReady(g Gomega, name string, replicas int32) {
@@ -106,30 +79,30 @@ func TestStories(t *testing.T) {
 
 func storyVMClusterLifecycle(t *testing.T) {
 	g := NewWithT(t)
-	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+	code, body := suite.Call(t, http.MethodPost, suite.VMClusters, map[string]any{
 		"name":   "demo",
 		"values": map[string]any{"vmstorage": map[string]any{"replicaCount": 1}, "vmselect": map[string]any{"replicaCount": 1}},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	g.Expect(body["status"]).To(Equal("CREATING"))
 	g.Expect(body["name"]).To(Equal("vmclusters/demo"))
-	waitVMCluster(t, "demo", "RUNNING", 3*time.Minute)
+	suite.WaitVMCluster(t, "demo", "RUNNING", 3*time.Minute)
 	g.Eventually(func(g Gomega) { stsReady(g, "vmselect-demo", 1) }, 2*time.Minute, time.Second).Should(Succeed())
 	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-demo", 1) }, 2*time.Minute, time.Second).Should(Succeed())
 
-	code, body = call(t, http.MethodPut, vmclusters+"/demo", map[string]any{
+	code, body = suite.Call(t, http.MethodPut, suite.VMClusters+"/demo", map[string]any{
 		"values": map[string]any{"vmstorage": map[string]any{"replicaCount": 1}, "vmselect": map[string]any{"replicaCount": 2}},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	g.Expect(body["status"]).To(Equal("UPDATING"))
 	g.Eventually(func(g Gomega) { stsReady(g, "vmselect-demo", 2) }, 3*time.Minute, time.Second).Should(Succeed())
-	running := waitVMCluster(t, "demo", "RUNNING", 3*time.Minute)
-	g.Expect(field(running, "values.vmselect.replicaCount")).To(BeEquivalentTo(2))
+	running := suite.WaitVMCluster(t, "demo", "RUNNING", 3*time.Minute)
+	g.Expect(suite.Field(running, "values.vmselect.replicaCount")).To(BeEquivalentTo(2))
 
-	code, body = call(t, http.MethodDelete, vmclusters+"/demo", nil)
+	code, body = suite.Call(t, http.MethodDelete, suite.VMClusters+"/demo", nil)
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	g.Eventually(func(g Gomega) {
-		code, _ := call(t, http.MethodGet, vmclusters+"/demo", nil)
+		code, _ := suite.Call(t, http.MethodGet, suite.VMClusters+"/demo", nil)
 		g.Expect(code).To(Equal(http.StatusNotFound))
 		err := st.Env.Client.Get(context.Background(), client.ObjectKey{Namespace: obs, Name: "vmselect-demo"}, &appsv1.StatefulSet{})
 		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
@@ -141,17 +114,17 @@ func storyUpgrade(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	// The vmcluster the upgrade path assumes: VMCluster observability/vmcluster.
-	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+	code, body := suite.Call(t, http.MethodPost, suite.VMClusters, map[string]any{
 		"name": "vmcluster",
 		"values": map[string]any{"vmstorage": map[string]any{
 			"replicaCount": 3, "nodeSelector": map[string]any{"node-role.observability/vmstorage": "true"},
 		}},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	waitVMCluster(t, "vmcluster", "RUNNING", 3*time.Minute)
+	suite.WaitVMCluster(t, "vmcluster", "RUNNING", 3*time.Minute)
 	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-vmcluster", 3) }, 3*time.Minute, time.Second).Should(Succeed())
 
-	code, body = call(t, http.MethodGet, "/ops/api/v1/nodeGroups?k8sClusterName=dev-cluster&region=local&cloudProvider=mock", nil)
+	code, body = suite.Call(t, http.MethodGet, "/ops/api/v1/nodeGroups?k8sClusterName=dev-cluster&region=local&cloudProvider=mock", nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 	g.Expect(fmt.Sprint(body["nodeGroups"])).To(ContainSubstring("vmstorage"))
 
@@ -164,23 +137,23 @@ func storyUpgrade(t *testing.T) {
 				"vmClusterHelmValues": map[string]any{"vmstorage": map[string]any{"nodeSelector": map[string]any{stack.NodeGroupLabel: "vmstorage-130"}}}},
 		},
 	}
-	code, body = call(t, http.MethodPost, upgrades, req)
+	code, body = suite.Call(t, http.MethodPost, suite.Upgrades, req)
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	id := body["id"].(string)
 
 	// Kill ops-operator while the new node group is being created, then
 	// start it again.
 	g.Eventually(func(g Gomega) {
-		_, body := call(t, http.MethodGet, upgrades+"/"+id, nil)
+		_, body := suite.Call(t, http.MethodGet, suite.Upgrades+"/"+id, nil)
 		g.Expect(body["currentStep"]).To(Equal("nodegroup/vmstorage/CreateNodeGroup"))
 	}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
 	st.StopOperator()
 	time.Sleep(2 * time.Second) // the simulated cloud keeps working meanwhile
 	g.Expect(st.StartOperator(ctx)).To(Succeed())
 
-	done := waitUpgrade(t, id, "Succeeded", 5*time.Minute)
+	done := suite.WaitUpgrade(t, id, "Succeeded", 5*time.Minute)
 	for _, s := range done["steps"].([]any) {
-		g.Expect(field(s.(map[string]any), "phase")).To(Equal("Succeeded"), "%v", s)
+		g.Expect(suite.Field(s.(map[string]any), "phase")).To(Equal("Succeeded"), "%v", s)
 	}
 	// vmstorage now runs on the new group; the old group and its Nodes are gone.
 	pods := &corev1.PodList{}
@@ -211,46 +184,46 @@ func storyUpgrade(t *testing.T) {
 
 func storyPauseCancel(t *testing.T) {
 	g := NewWithT(t)
-	code, body := call(t, http.MethodPost, upgrades, map[string]any{
+	code, body := suite.Call(t, http.MethodPost, suite.Upgrades, map[string]any{
 		"k8sClusterName": "dev-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.31",
 		"nodeGroupUpgrades": []any{map[string]any{"nodeGroupName": "observability-ng", "strategy": "in-place"}},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	id := body["id"].(string)
 	g.Eventually(func(g Gomega) {
-		_, body := call(t, http.MethodGet, upgrades+"/"+id, nil)
+		_, body := suite.Call(t, http.MethodGet, suite.Upgrades+"/"+id, nil)
 		steps, _ := body["steps"].([]any)
 		g.Expect(steps).NotTo(BeEmpty())
-		g.Expect(field(steps[0].(map[string]any), "operationId")).NotTo(BeNil())
+		g.Expect(suite.Field(steps[0].(map[string]any), "operationId")).NotTo(BeNil())
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
-	code, body = call(t, http.MethodPut, upgrades+"/"+id+"/pause", nil)
+	code, body = suite.Call(t, http.MethodPut, suite.Upgrades+"/"+id+"/pause", nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
-	paused := waitUpgrade(t, id, "Paused", time.Minute)
+	paused := suite.WaitUpgrade(t, id, "Paused", time.Minute)
 	steps := paused["steps"].([]any)
-	g.Expect(field(steps[0].(map[string]any), "phase")).To(Equal("Succeeded"), "the in-flight control plane upgrade finished")
-	g.Expect(field(steps[1].(map[string]any), "phase")).To(Equal("Pending"), "no next step while paused")
+	g.Expect(suite.Field(steps[0].(map[string]any), "phase")).To(Equal("Succeeded"), "the in-flight control plane upgrade finished")
+	g.Expect(suite.Field(steps[1].(map[string]any), "phase")).To(Equal("Pending"), "no next step while paused")
 	// A retried pause is answered like the first (PUTs are idempotent).
-	code, body = call(t, http.MethodPut, upgrades+"/"+id+"/pause", nil)
+	code, body = suite.Call(t, http.MethodPut, suite.Upgrades+"/"+id+"/pause", nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 	g.Expect(body["paused"]).To(Equal(true))
-	code, body = call(t, http.MethodPut, upgrades+"/"+id+"/resume", nil)
+	code, body = suite.Call(t, http.MethodPut, suite.Upgrades+"/"+id+"/resume", nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
-	waitUpgrade(t, id, "Succeeded", 2*time.Minute)
+	suite.WaitUpgrade(t, id, "Succeeded", 2*time.Minute)
 
-	code, body = call(t, http.MethodPost, upgrades, map[string]any{
+	code, body = suite.Call(t, http.MethodPost, suite.Upgrades, map[string]any{
 		"k8sClusterName": "dev-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.32",
 		"nodeGroupUpgrades": []any{map[string]any{"nodeGroupName": "observability-ng", "strategy": "in-place"}},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	id = body["id"].(string)
 	g.Eventually(func(g Gomega) {
-		_, body := call(t, http.MethodGet, upgrades+"/"+id, nil)
+		_, body := suite.Call(t, http.MethodGet, suite.Upgrades+"/"+id, nil)
 		g.Expect(body["phase"]).To(Equal("Running"))
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
-	code, body = call(t, http.MethodDelete, upgrades+"/"+id, nil)
+	code, body = suite.Call(t, http.MethodDelete, suite.Upgrades+"/"+id, nil)
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	g.Expect(body["result"]).To(Equal("Cancelling"))
-	cancelled := waitUpgrade(t, id, "Cancelled", 2*time.Minute)
+	cancelled := suite.WaitUpgrade(t, id, "Cancelled", 2*time.Minute)
 	last := cancelled["steps"].([]any)[1].(map[string]any)
 	g.Expect(last["phase"]).To(Equal("Skipped"))
 }
@@ -258,7 +231,7 @@ func storyPauseCancel(t *testing.T) {
 func storyAPIServerRestart(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	code, body := call(t, http.MethodPost, upgrades, map[string]any{
+	code, body := suite.Call(t, http.MethodPost, suite.Upgrades, map[string]any{
 		"k8sClusterName": "dev-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": "1.32",
 		"schedule": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
 	})
@@ -267,10 +240,10 @@ func storyAPIServerRestart(t *testing.T) {
 	addr := strings.TrimPrefix(st.APIURL, "http://")
 	st.StopAPIServer()
 	g.Expect(st.StartAPIServer(ctx, addr)).To(Succeed())
-	code, body = call(t, http.MethodGet, upgrades+"/"+id, nil)
+	code, body = suite.Call(t, http.MethodGet, suite.Upgrades+"/"+id, nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 	g.Expect(body["phase"]).To(Equal("Scheduled"))
-	code, _ = call(t, http.MethodDelete, upgrades+"/"+id, nil)
+	code, _ = suite.Call(t, http.MethodDelete, suite.Upgrades+"/"+id, nil)
 	g.Expect(code).To(Equal(http.StatusOK))
 }
 
@@ -282,7 +255,7 @@ func storyGitOps(t *testing.T) {
 		Version:    "1.29",
 		NodeGroups: map[string]*mock.NodeGroupState{"gitops-ng": {Size: 1, InstanceTypes: []string{"m5.large"}}},
 	})).To(Succeed())
-	out, err := kubectlApply(`apiVersion: ops.observability.tidbcloud.com/v1alpha1
+	out, err := suite.KubectlApply(`apiVersion: ops.observability.tidbcloud.com/v1alpha1
 kind: ClusterUpgradeOperation
 metadata:
   name: gitops-upgrade
@@ -298,13 +271,13 @@ spec:
 `)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	// The REST API sees it like any other operation.
-	done := waitUpgrade(t, "gitops-upgrade", "Succeeded", 2*time.Minute)
+	done := suite.WaitUpgrade(t, "gitops-upgrade", "Succeeded", 2*time.Minute)
 	g.Expect(done["steps"]).To(HaveLen(2))
 	state, err := (&mock.Provider{Client: st.Env.Client}).State(ctx, ref)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(state.NodeGroups["gitops-ng"].Version).To(Equal("1.30"))
 
-	out, err = kubectlApply(`apiVersion: ops.observability.tidbcloud.com/v1alpha1
+	out, err = suite.KubectlApply(`apiVersion: ops.observability.tidbcloud.com/v1alpha1
 kind: ClusterUpgradeOperation
 metadata:
   name: gitops-invalid
@@ -322,7 +295,7 @@ spec:
 	g.Expect(err).To(HaveOccurred())
 	g.Expect(out).To(ContainSubstring("newNodeGroupName"))
 	g.Expect(out).To(ContainSubstring("vmClusterHelmValues"))
-	code, _ := call(t, http.MethodGet, upgrades+"/gitops-invalid", nil)
+	code, _ := suite.Call(t, http.MethodGet, suite.Upgrades+"/gitops-invalid", nil)
 	g.Expect(code).To(Equal(http.StatusNotFound))
 }
 
@@ -344,7 +317,7 @@ func storyOneActiveUpgrade(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			codes[i], bodies[i] = call(t, http.MethodPost, upgrades, req)
+			codes[i], bodies[i] = suite.Call(t, http.MethodPost, suite.Upgrades, req)
 		}()
 	}
 	wg.Wait()
@@ -358,7 +331,7 @@ func storyOneActiveUpgrade(t *testing.T) {
 
 	// Hold the first one (paused: still active) while a GitOps commit
 	// brings a second one.
-	code, body := call(t, http.MethodPut, upgrades+"/"+id+"/pause", nil)
+	code, body := suite.Call(t, http.MethodPut, suite.Upgrades+"/"+id+"/pause", nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 	// Of two operations not started yet, the older runs first; creation
 	// times have a resolution of one second (ties go by name), so the
@@ -366,7 +339,7 @@ func storyOneActiveUpgrade(t *testing.T) {
 	created, err := time.Parse(time.RFC3339, fmt.Sprint(bodies[won]["createTime"]))
 	g.Expect(err).NotTo(HaveOccurred(), "%v", bodies[won])
 	g.Eventually(func() bool { return time.Now().Truncate(time.Second).After(created) }, 3*time.Second, 50*time.Millisecond).Should(BeTrue())
-	out, err := kubectlApply(`apiVersion: ops.observability.tidbcloud.com/v1alpha1
+	out, err := suite.KubectlApply(`apiVersion: ops.observability.tidbcloud.com/v1alpha1
 kind: ClusterUpgradeOperation
 metadata:
   name: gitops-second
@@ -379,14 +352,14 @@ spec:
 `)
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Eventually(func(g Gomega) {
-		_, body := call(t, http.MethodGet, upgrades+"/gitops-second", nil)
+		_, body := suite.Call(t, http.MethodGet, suite.Upgrades+"/gitops-second", nil)
 		g.Expect(body["phase"]).To(Equal("Pending"))
 		g.Expect(body["message"]).To(ContainSubstring("Waiting for ClusterUpgradeOperation observability/" + name))
 	}, time.Minute, 200*time.Millisecond).Should(Succeed())
 
-	code, body = call(t, http.MethodPut, upgrades+"/"+id+"/resume", nil)
+	code, body = suite.Call(t, http.MethodPut, suite.Upgrades+"/"+id+"/resume", nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
-	first := waitUpgrade(t, id, "Succeeded", 3*time.Minute)
-	second := waitUpgrade(t, "gitops-second", "Succeeded", 3*time.Minute)
+	first := suite.WaitUpgrade(t, id, "Succeeded", 3*time.Minute)
+	second := suite.WaitUpgrade(t, "gitops-second", "Succeeded", 3*time.Minute)
 	g.Expect(fmt.Sprint(second["startTime"]) >= fmt.Sprint(first["completionTime"])).To(BeTrue(), "the second started after the first finished")
 }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/e2e/suite"
 )
 
 // storyTroubleshoot: a vmcluster created through the REST API is
@@ -36,7 +37,7 @@ func storyTroubleshoot(t *testing.T) {
 
 	// The tree: HelmRelease → VMCluster → workloads → Pods, all Healthy.
 	g.Eventually(func(g Gomega) {
-		code, tree := call(t, http.MethodGet, base+"/resources", nil)
+		code, tree := suite.Call(t, http.MethodGet, base+"/resources", nil)
 		g.Expect(code).To(Equal(http.StatusOK), "%v", tree)
 		kinds := map[string]int{}
 		var walk func(n map[string]any)
@@ -58,7 +59,7 @@ func storyTroubleshoot(t *testing.T) {
 	// The Pods: the vmstorage one, Running and ready.
 	var pod string
 	g.Eventually(func(g Gomega) {
-		code, list := call(t, http.MethodGet, base+"/pods", nil)
+		code, list := suite.Call(t, http.MethodGet, base+"/pods", nil)
 		g.Expect(code).To(Equal(http.StatusOK), "%v", list)
 		for _, p := range list["pods"].([]any) {
 			p := p.(map[string]any)
@@ -89,7 +90,7 @@ func storyTroubleshoot(t *testing.T) {
 	req, err := http.NewRequestWithContext(followCtx, http.MethodGet, st.APIURL+podPath+"/logs?follow=true&tailLines=1", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Authorization", "Bearer "+st.Token)
-	resp, err := apiClient(t).Do(req)
+	resp, err := suite.Client(t).Do(req)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
@@ -107,12 +108,12 @@ func storyTroubleshoot(t *testing.T) {
 	stopFollow()
 
 	// exec: real stdout, exit codes.
-	code, res := call(t, http.MethodPost, podPath+"/exec", map[string]any{"command": []string{"ls"}, "timeoutSeconds": 20})
+	code, res := suite.Call(t, http.MethodPost, podPath+"/exec", map[string]any{"command": []string{"ls"}, "timeoutSeconds": 20})
 	g.Expect(code).To(Equal(http.StatusOK), "%v", res)
 	g.Expect(strings.Fields(res["stdout"].(string))).To(ContainElements("data", "indexdb"))
 	g.Expect(res["exitCode"]).To(BeEquivalentTo(0))
 	g.Expect(res["truncated"]).To(BeFalse())
-	code, res = call(t, http.MethodPost, podPath+"/exec", map[string]any{"command": []string{"sh", "-c", "echo oops >&2; exit 3"}})
+	code, res = suite.Call(t, http.MethodPost, podPath+"/exec", map[string]any{"command": []string{"sh", "-c", "echo oops >&2; exit 3"}})
 	g.Expect(code).To(Equal(http.StatusOK), "%v", res)
 	g.Expect(res["exitCode"]).To(BeEquivalentTo(3))
 	g.Expect(res["stderr"]).To(Equal("oops\n"))
@@ -130,7 +131,7 @@ func storyTroubleshoot(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("vmclusters/exec"))
 
 	// Another vmcluster's name for this Pod is a 404.
-	code, out = callText(t, http.MethodGet, vmclusters+"/no-such-vmcluster/pods/"+pod+"/logs", st.Token)
+	code, out = callText(t, http.MethodGet, suite.VMClusters+"/no-such-vmcluster/pods/"+pod+"/logs", st.Token)
 	g.Expect(code).To(Equal(http.StatusNotFound), out)
 }
 
@@ -147,7 +148,7 @@ func callTextBody(t *testing.T, method, path, token, body string) (int, string) 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := apiClient(t).Do(req)
+	resp, err := suite.Client(t).Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

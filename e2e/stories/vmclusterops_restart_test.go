@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tidbcloud/ops-server/e2e/suite"
 )
 
 // storyRollingRestart: a Restart of vmstorage restarts each of its 3 Pods
@@ -23,13 +25,13 @@ func storyRollingRestart(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const name = "restarts"
-	base := vmclusters + "/" + name
-	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+	base := suite.VMClusters + "/" + name
+	code, body := suite.Call(t, http.MethodPost, suite.VMClusters, map[string]any{
 		"name": name, "values": map[string]any{"vmstorage": map[string]any{"replicaCount": 3}},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	t.Cleanup(func() { call(t, http.MethodDelete, base, nil) })
-	waitVMCluster(t, name, "RUNNING", 3*time.Minute)
+	t.Cleanup(func() { suite.Call(t, http.MethodDelete, base, nil) })
+	suite.WaitVMCluster(t, name, "RUNNING", 3*time.Minute)
 	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-"+name, 3) }, 3*time.Minute, time.Second).Should(Succeed())
 
 	// uids records every UID seen per Pod name; worst is the most vmstorage
@@ -57,11 +59,11 @@ func storyRollingRestart(t *testing.T) {
 	observe(g)
 
 	restart := map[string]any{"type": "Restart", "restart": map[string]any{"components": []any{"vmstorage"}}}
-	code, body = call(t, http.MethodPost, base+"/operations", restart)
+	code, body = suite.Call(t, http.MethodPost, base+"/operations", restart)
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	id := body["id"].(string)
 	get := func(g Gomega) map[string]any {
-		code, b := call(t, http.MethodGet, base+"/operations/"+id, nil)
+		code, b := suite.Call(t, http.MethodGet, base+"/operations/"+id, nil)
 		g.Expect(code).To(Equal(http.StatusOK), "%v", b)
 		return b
 	}
@@ -87,7 +89,7 @@ func storyRollingRestart(t *testing.T) {
 		observe(g)
 		g.Expect(stepOf(get(g), 1)["phase"]).To(Equal("Running"))
 	}, 3*time.Minute, 100*time.Millisecond).Should(Succeed())
-	code, body = call(t, http.MethodPut, base+"/operations/"+id+"/pause", nil)
+	code, body = suite.Call(t, http.MethodPut, base+"/operations/"+id+"/pause", nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 	g.Eventually(func(g Gomega) {
 		observe(g)
@@ -96,7 +98,7 @@ func storyRollingRestart(t *testing.T) {
 		g.Expect(op["progress"]).To(Equal("2/3"))
 		g.Expect(stepOf(op, 2)["phase"]).To(Equal("Pending"))
 	}, 3*time.Minute, 100*time.Millisecond).Should(Succeed())
-	code, body = call(t, http.MethodPut, base+"/operations/"+id+"/resume", nil)
+	code, body = suite.Call(t, http.MethodPut, base+"/operations/"+id+"/resume", nil)
 	g.Expect(code).To(Equal(http.StatusOK), "%v", body)
 	var done map[string]any
 	g.Eventually(func(g Gomega) {
@@ -137,11 +139,11 @@ func storyRollingRestart(t *testing.T) {
 
 	// Cancel in the middle: the step in flight finishes, the rest is
 	// Skipped, and the message says what was done.
-	code, body = call(t, http.MethodPost, base+"/operations", restart)
+	code, body = suite.Call(t, http.MethodPost, base+"/operations", restart)
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	id = body["id"].(string)
 	g.Eventually(func(g Gomega) { g.Expect(stepOf(get(g), 0)["phase"]).To(Equal("Running")) }, 3*time.Minute, 100*time.Millisecond).Should(Succeed())
-	code, body = call(t, http.MethodDelete, base+"/operations/"+id, nil)
+	code, body = suite.Call(t, http.MethodDelete, base+"/operations/"+id, nil)
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	g.Eventually(func(g Gomega) {
 		op := get(g)

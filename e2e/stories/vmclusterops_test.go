@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/e2e/suite"
 )
 
 // storyScaling: a vmcluster with replicationFactor 2 and 3 vmstorage
@@ -28,16 +29,16 @@ func storyScaling(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	const name = "scaling"
-	base := vmclusters + "/" + name
-	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+	base := suite.VMClusters + "/" + name
+	code, body := suite.Call(t, http.MethodPost, suite.VMClusters, map[string]any{
 		"name": name, "values": map[string]any{"replicationFactor": 2, "vmstorage": map[string]any{"replicaCount": 3}},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	t.Cleanup(func() { call(t, http.MethodDelete, base, nil) })
-	running := waitVMCluster(t, name, "RUNNING", 3*time.Minute)
+	t.Cleanup(func() { suite.Call(t, http.MethodDelete, base, nil) })
+	running := suite.WaitVMCluster(t, name, "RUNNING", 3*time.Minute)
 	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-"+name, 3) }, 3*time.Minute, time.Second).Should(Succeed())
-	remoteWrite, _ := field(running, "endpoints.remote_write").(string)
-	prometheus, _ := field(running, "endpoints.prometheus").(string)
+	remoteWrite, _ := suite.Field(running, "endpoints.remote_write").(string)
+	prometheus, _ := suite.Field(running, "endpoints.prometheus").(string)
 	now := time.Now()
 	g.Eventually(func() error {
 		return stackWrite(ctx, remoteWrite, now)
@@ -45,7 +46,7 @@ func storyScaling(t *testing.T) {
 	g.Eventually(func() (int, error) { return distinctSamples(ctx, prometheus) }, 2*time.Minute, time.Second).Should(Equal(10000))
 
 	// Below replicationFactor: refused, naming the field.
-	code, body = call(t, http.MethodPost, base+"/operations", map[string]any{"type": "HorizontalScaling", "horizontal_scaling": map[string]any{"vmstorage": 1}})
+	code, body = suite.Call(t, http.MethodPost, base+"/operations", map[string]any{"type": "HorizontalScaling", "horizontal_scaling": map[string]any{"vmstorage": 1}})
 	g.Expect(code).To(Equal(http.StatusBadRequest), "%v", body)
 	g.Expect(fmt.Sprint(body)).To(ContainSubstring("horizontal_scaling.vmstorage"))
 
@@ -55,14 +56,14 @@ func storyScaling(t *testing.T) {
 
 	// Removing replicationFactor or more replicas at once: refused
 	// without the acknowledgement.
-	code, body = call(t, http.MethodPost, base+"/operations", map[string]any{"type": "HorizontalScaling", "horizontal_scaling": map[string]any{"vmstorage": 2}})
+	code, body = suite.Call(t, http.MethodPost, base+"/operations", map[string]any{"type": "HorizontalScaling", "horizontal_scaling": map[string]any{"vmstorage": 2}})
 	g.Expect(code).To(Equal(http.StatusBadRequest), "%v", body)
 	g.Expect(fmt.Sprint(body)).To(And(ContainSubstring("horizontal_scaling.vmstorage"), ContainSubstring("removes 3 replicas in one operation")))
 	down := runOperation(t, base, map[string]any{"type": "HorizontalScaling", "horizontal_scaling": map[string]any{"vmstorage": 2}, "acknowledge_replication_risk": true})
 	expectSteps(t, down, "vmstorage 5>4", "vmstorage 4>3", "vmstorage 3>2")
 	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-"+name, 2) }, time.Minute, time.Second).Should(Succeed())
-	after := waitVMCluster(t, name, "RUNNING", time.Minute)
-	g.Expect(field(after, "values.vmstorage.replicaCount")).To(BeEquivalentTo(2), "the vmcluster's values show the result")
+	after := suite.WaitVMCluster(t, name, "RUNNING", time.Minute)
+	g.Expect(suite.Field(after, "values.vmstorage.replicaCount")).To(BeEquivalentTo(2), "the vmcluster's values show the result")
 
 	g.Eventually(func() (int, error) { return distinctSamples(ctx, prometheus) }, 2*time.Minute, time.Second).Should(Equal(10000))
 }
@@ -76,12 +77,12 @@ func stackWrite(ctx context.Context, remoteWrite string, now time.Time) error {
 func runOperation(t *testing.T, base string, req map[string]any) map[string]any {
 	t.Helper()
 	g := NewWithT(t)
-	code, body := call(t, http.MethodPost, base+"/operations", req)
+	code, body := suite.Call(t, http.MethodPost, base+"/operations", req)
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 	id, _ := body["id"].(string)
 	var last map[string]any
 	g.Eventually(func(g Gomega) {
-		code, b := call(t, http.MethodGet, base+"/operations/"+id, nil)
+		code, b := suite.Call(t, http.MethodGet, base+"/operations/"+id, nil)
 		last = b
 		g.Expect(code).To(Equal(http.StatusOK))
 		g.Expect(b["phase"]).To(Equal("Succeeded"), "message=%v steps=%v", b["message"], b["steps"])

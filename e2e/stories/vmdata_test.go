@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
+	"github.com/tidbcloud/ops-server/e2e/suite"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 )
 
@@ -30,11 +31,11 @@ import (
 func storyVMData(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	if code, _ := call(t, http.MethodGet, vmclusters+"/vmcluster", nil); code == http.StatusOK {
-		code, body := call(t, http.MethodDelete, vmclusters+"/vmcluster", nil)
+	if code, _ := suite.Call(t, http.MethodGet, suite.VMClusters+"/vmcluster", nil); code == http.StatusOK {
+		code, body := suite.Call(t, http.MethodDelete, suite.VMClusters+"/vmcluster", nil)
 		g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
 		g.Eventually(func(g Gomega) {
-			code, _ := call(t, http.MethodGet, vmclusters+"/vmcluster", nil)
+			code, _ := suite.Call(t, http.MethodGet, suite.VMClusters+"/vmcluster", nil)
 			g.Expect(code).To(Equal(http.StatusNotFound))
 			err := st.Env.Client.Get(ctx, client.ObjectKey{Namespace: obs, Name: "vmstorage-vmcluster"}, &appsv1.StatefulSet{})
 			g.Expect(client.IgnoreNotFound(err)).To(Succeed())
@@ -53,17 +54,17 @@ func storyVMData(t *testing.T) {
 	g.Expect(groups).To(HaveLen(1), "one vmstorage node group in %v", state.NodeGroups)
 	from, to := groups[0], "vmstorage-data"
 
-	code, body := call(t, http.MethodPost, vmclusters, map[string]any{
+	code, body := suite.Call(t, http.MethodPost, suite.VMClusters, map[string]any{
 		"name": "vmcluster",
 		"values": map[string]any{"vmstorage": map[string]any{
 			"replicaCount": 3, "nodeSelector": map[string]any{stack.NodeGroupLabel: from},
 		}},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	running := waitVMCluster(t, "vmcluster", "RUNNING", 3*time.Minute)
+	running := suite.WaitVMCluster(t, "vmcluster", "RUNNING", 3*time.Minute)
 	g.Eventually(func(g Gomega) { stsReady(g, "vmstorage-vmcluster", 3) }, 3*time.Minute, time.Second).Should(Succeed())
-	remoteWrite, _ := field(running, "endpoints.remote_write").(string)
-	prometheus, _ := field(running, "endpoints.prometheus").(string)
+	remoteWrite, _ := suite.Field(running, "endpoints.remote_write").(string)
+	prometheus, _ := suite.Field(running, "endpoints.prometheus").(string)
 	g.Expect(remoteWrite).To(HavePrefix(st.ServicesURL()+"/"), "%v", running["endpoints"])
 	g.Expect(prometheus).To(HavePrefix(st.ServicesURL()+"/"), "%v", running["endpoints"])
 
@@ -76,7 +77,7 @@ func storyVMData(t *testing.T) {
 	g.Eventually(func() (float64, error) { return stack.QueryScalar(ctx, prometheus, samples) }, 2*time.Minute, time.Second).Should(Equal(10000.0))
 	g.Expect(stack.QueryScalar(ctx, prometheus, `count(last_over_time(vmdata_story[1d]))`)).To(Equal(100.0))
 
-	code, body = call(t, http.MethodPost, upgrades, map[string]any{
+	code, body = suite.Call(t, http.MethodPost, suite.Upgrades, map[string]any{
 		"k8sClusterName": "dev-cluster", "region": "local", "cloudProvider": "mock", "targetVersion": state.Version,
 		"nodeGroupUpgrades": []any{
 			map[string]any{"nodeGroupName": from, "strategy": "blue-green", "requiresVMStorageRollout": true, "newNodeGroupName": to,
@@ -84,7 +85,7 @@ func storyVMData(t *testing.T) {
 		},
 	})
 	g.Expect(code).To(Equal(http.StatusAccepted), "%v", body)
-	waitUpgrade(t, body["id"].(string), "Succeeded", 5*time.Minute)
+	suite.WaitUpgrade(t, body["id"].(string), "Succeeded", 5*time.Minute)
 	pods := &corev1.PodList{}
 	g.Expect(st.Env.Client.List(ctx, pods, client.InNamespace(obs), client.MatchingLabels{"app.kubernetes.io/name": "vmstorage", "app.kubernetes.io/instance": "vmcluster"})).To(Succeed())
 	g.Expect(pods.Items).To(HaveLen(3))
