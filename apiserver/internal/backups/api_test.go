@@ -26,6 +26,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters/vmclusterstest"
@@ -313,10 +314,10 @@ func TestInvalidRequestsCreateNothing(t *testing.T) {
 	}
 	t.Run("long Idempotency-Key", func(t *testing.T) {
 		g := NewWithT(t)
-		code, body := a.do(http.MethodPost, a.path("vmcluster"), "", map[string]string{backups.IdempotencyHeader: strings.Repeat("k", 256)})
+		code, body := a.do(http.MethodPost, a.path("vmcluster"), "", map[string]string{idempotency.Header: strings.Repeat("k", 256)})
 		g.Expect(code).To(Equal(http.StatusBadRequest), string(body))
 		_, v := parseError(t, body)
-		g.Expect(v).To(HaveKey(backups.IdempotencyHeader))
+		g.Expect(v).To(HaveKey(idempotency.Header))
 		g.Expect(a.count()).To(BeZero())
 	})
 }
@@ -628,7 +629,7 @@ func TestIdempotencyKey(t *testing.T) {
 	a := newAPI(t, apiOptions{defaults: config.BackupsConfig{Destination: "fs:///backups"}})
 	a.vmcluster("vmcluster")
 	a.vmcluster("other")
-	key := map[string]string{backups.IdempotencyHeader: "nightly-2026-05-06"}
+	key := map[string]string{idempotency.Header: "nightly-2026-05-06"}
 
 	code, body := a.do(http.MethodPost, a.path("vmcluster"), `{"concurrency":2}`, key)
 	g.Expect(code).To(Equal(http.StatusAccepted), string(body))

@@ -27,29 +27,18 @@ func (h *Handler) Routes() []server.Route {
 	}
 }
 
+// create answers 202: the operator carries the backup out
+// asynchronously (200 for a retry with the same Idempotency-Key).
 func (h *Handler) create(c echo.Context) error {
-	body, err := server.ReadBody(c)
+	req, key, err := server.DecodeCreate(c, Decode)
 	if err != nil {
 		return err
-	}
-	key := c.Request().Header.Get(IdempotencyHeader)
-	if verr := ValidateIdempotencyKey(key); verr != nil {
-		return verr
-	}
-	req, verr := Decode(body)
-	if verr != nil {
-		return verr
 	}
 	b, created, err := h.Svc.Create(c.Request().Context(), c.Param("vmclusterId"), req, key)
 	if err != nil {
 		return err
 	}
-	if !created {
-		// A retry with the same Idempotency-Key: the backup it created.
-		return c.JSON(http.StatusOK, b)
-	}
-	// Accepted: the operator carries the backup out asynchronously.
-	return c.JSON(http.StatusAccepted, b)
+	return server.Created(c, http.StatusAccepted, b, created)
 }
 
 func (h *Handler) list(c echo.Context) error {

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +23,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
 	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
+	"github.com/tidbcloud/ops-server/apiserver/internal/lookup"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -179,26 +179,15 @@ func (h *ScheduleHandler) Routes() []server.Route {
 }
 
 func (h *ScheduleHandler) create(c echo.Context) error {
-	body, err := server.ReadBody(c)
+	req, key, err := server.DecodeCreate(c, func(body []byte) (*ScheduleRequest, *apierror.Error) { return DecodeSchedule(body, true) })
 	if err != nil {
 		return err
-	}
-	key := c.Request().Header.Get(IdempotencyHeader)
-	if verr := ValidateIdempotencyKey(key); verr != nil {
-		return verr
-	}
-	req, verr := DecodeSchedule(body, true)
-	if verr != nil {
-		return verr
 	}
 	out, created, err := h.Svc.CreateSchedule(c.Request().Context(), c.Param("vmclusterId"), req, key)
 	if err != nil {
 		return err
 	}
-	if !created {
-		return c.JSON(http.StatusOK, out)
-	}
-	return c.JSON(http.StatusAccepted, out)
+	return server.Created(c, http.StatusAccepted, out, created)
 }
 
 func (h *ScheduleHandler) list(c echo.Context) error {
@@ -321,39 +310,9 @@ func (s *Service) CreateSchedule(ctx context.Context, vmclusterID string, req *S
 // findSchedule returns the schedule named, or with the UID, id, if it
 // belongs to the vmcluster t.
 func (s *Service) findSchedule(ctx context.Context, t target, id string) (*opsv1.ClusterBackupSchedule, error) {
-	if id == "" || len(id) > 253 {
-		return nil, scheduleNotFound(id)
-	}
-	obj := &opsv1.ClusterBackupSchedule{}
-	err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: id}, obj)
-	switch {
-	case err == nil:
-		if !t.ownsLabels(obj.Labels) {
-			return nil, scheduleNotFound(id)
-		}
-		return obj, nil
-	case !apierrors.IsNotFound(err):
-		return nil, apierror.FromKubernetes(err)
-	}
-	list, err := s.listSchedules(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	for i := range list {
-		if string(list[i].UID) == id {
-			return &list[i], nil
-		}
-	}
-	return nil, scheduleNotFound(id)
-}
-
-func (t target) ownsLabels(l map[string]string) bool {
-	for k, v := range t.selector() {
-		if l[k] != v {
-			return false
-		}
-	}
-	return true
+	return lookup.Find(ctx, s.Reader, s.Namespace, id, t.selector(), scheduleNotFound(id), func() ([]opsv1.ClusterBackupSchedule, error) {
+		return s.listSchedules(ctx, t)
+	})
 }
 
 func (s *Service) listSchedules(ctx context.Context, t target) ([]opsv1.ClusterBackupSchedule, error) {
@@ -383,8 +342,8 @@ func (s *Service) ListSchedules(ctx context.Context, vmclusterID string, req Lis
 	if err != nil {
 		return ScheduleListResponse{}, err
 	}
-	if req.After != nil && req.After.VMCluster != t.key() {
-		return ScheduleListResponse{}, badToken()
+	if err := req.After.Check(t.key(), ""); err != nil {
+		return ScheduleListResponse{}, err
 	}
 	items, err := s.listSchedules(ctx, t)
 	if err != nil {
@@ -401,7 +360,7 @@ func (s *Service) ListSchedules(ctx context.Context, vmclusterID string, req Lis
 		out.BackupSchedules = append(out.BackupSchedules, toSchedule(o))
 	}
 	if more {
-		out.NextPageToken = encodeCursor(cursor{Name: page[len(page)-1].Name, VMCluster: t.key()})
+		out.NextPageToken = listing.Cursor{Name: page[len(page)-1].Name, VMCluster: t.key()}.Token()
 	}
 	return out, nil
 }

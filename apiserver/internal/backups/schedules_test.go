@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
+	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -47,7 +48,7 @@ func TestScheduleLifecycle(t *testing.T) {
 	a := newAPI(t, apiOptions{defaults: config.BackupsConfig{Destination: "fs:///backups/dev", FSRoots: []string{"/backups"}}})
 	id := a.vmcluster("vmcluster")
 	body := `{"name":"nightly","schedule":"0 3 * * *","keep_last":7,"keep_days":30}`
-	hdr := map[string]string{backups.IdempotencyHeader: "k1"}
+	hdr := map[string]string{idempotency.Header: "k1"}
 	code, b := a.do(http.MethodPost, a.schedules("vmcluster"), body, hdr)
 	g.Expect(code).To(Equal(http.StatusAccepted), string(b))
 	s := schedule(t, b)

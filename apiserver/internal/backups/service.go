@@ -20,6 +20,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
+	"github.com/tidbcloud/ops-server/apiserver/internal/lookup"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -177,12 +178,7 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Labels: objectLabels(t), Annotations: map[string]string{}},
 		Spec:       toSpec(t, dest, req),
 	}
-	if key != "" {
-		obj.Name = idempotency.Name("backup-", key)
-		idempotency.Annotate(obj, key)
-	} else {
-		obj.GenerateName = generateName(t.Name)
-	}
+	idempotency.SetName(obj, "backup-", t.Name, key)
 	auth.StampCaller(ctx, s.Caller, obj)
 	got, replayed, err := idempotency.Create(ctx, s.Writer, obj, key, func(existing *opsv1.ClusterBackup) bool {
 		return existing.Labels[opsv1.LabelVMClusterID] == obj.Labels[opsv1.LabelVMClusterID] &&
@@ -301,30 +297,9 @@ func (t target) owns(obj *opsv1.ClusterBackup) bool {
 // find returns the backup named, or with the UID, id, if it belongs to
 // the vmcluster t.
 func (s *Service) find(ctx context.Context, t target, id string) (*opsv1.ClusterBackup, error) {
-	if id == "" || len(id) > 253 {
-		return nil, notFound(id)
-	}
-	obj := &opsv1.ClusterBackup{}
-	err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: id}, obj)
-	switch {
-	case err == nil:
-		if !t.owns(obj) {
-			return nil, notFound(id)
-		}
-		return obj, nil
-	case !apierrors.IsNotFound(err):
-		return nil, apierror.FromKubernetes(err)
-	}
-	list, err := s.list(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	for i := range list {
-		if string(list[i].UID) == id {
-			return &list[i], nil
-		}
-	}
-	return nil, notFound(id)
+	return lookup.Find(ctx, s.Reader, s.Namespace, id, t.selector(), notFound(id), func() ([]opsv1.ClusterBackup, error) {
+		return s.list(ctx, t)
+	})
 }
 
 func (s *Service) list(ctx context.Context, t target) ([]opsv1.ClusterBackup, error) {
@@ -342,14 +317,14 @@ func (s *Service) List(ctx context.Context, vmclusterID string, req ListRequest)
 	if err != nil {
 		return ListResponse{}, err
 	}
-	if req.After != nil && req.After.VMCluster != t.key() {
-		return ListResponse{}, badToken()
+	if err := req.After.Check(t.key(), ""); err != nil {
+		return ListResponse{}, err
 	}
 	items, err := s.list(ctx, t)
 	if err != nil {
 		return ListResponse{}, err
 	}
-	compare, after := listing.NewestFirst(listing.KeyOf[*opsv1.ClusterBackup], req.After.key())
+	compare, after := listing.NewestFirst(listing.KeyOf[*opsv1.ClusterBackup], req.After.Key())
 	page, more := listing.Page(listing.Pointers(items), compare, after, req.PageSize)
 	out := ListResponse{Backups: make([]Backup, 0, len(page))}
 	for _, o := range page {
@@ -357,7 +332,7 @@ func (s *Service) List(ctx context.Context, vmclusterID string, req ListRequest)
 	}
 	if more {
 		last := page[len(page)-1]
-		out.NextPageToken = encodeCursor(cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, VMCluster: t.key()})
+		out.NextPageToken = listing.Cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, VMCluster: t.key()}.Token()
 	}
 	return out, nil
 }

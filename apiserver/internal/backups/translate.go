@@ -39,19 +39,6 @@ func objectLabels(t target) map[string]string {
 	return l
 }
 
-// maxNameBase keeps a generated name a DNS label: "backup-" + base + "-"
-// and the API server's 5 random characters fit in 63.
-const maxNameBase = 63 - len("backup-") - len("-") - 5
-
-// generateName is the metadata.generateName of a backup of vmcluster
-// name: readable in kubectl, and the API server makes it unique.
-func generateName(name string) string {
-	if len(name) > maxNameBase {
-		name = strings.TrimRight(name[:maxNameBase], "-")
-	}
-	return "backup-" + name + "-"
-}
-
 // toSpec builds the CR spec of a backup of t to dest, defaults applied.
 func toSpec(t target, dest Destination, req *Request) opsv1.ClusterBackupSpec {
 	spec := opsv1.ClusterBackupSpec{

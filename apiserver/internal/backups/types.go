@@ -18,17 +18,16 @@
 // between the REST bodies and the objects is pure.
 package backups
 
-import "github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+import (
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+)
 
 // BasePath is the collection path, below a vmcluster.
 const BasePath = vmclusters.BasePath + "/:vmclusterId/backups"
 
 // CollectionID is the collection segment of a backup's resource name.
 const CollectionID = "backups"
-
-// IdempotencyHeader makes POST safe to retry: the same key returns the
-// backup created for it instead of a second one (as in the upgrades API).
-const IdempotencyHeader = "Idempotency-Key"
 
 // Request is a validated POST body. Every field is optional.
 type Request struct {
@@ -142,7 +141,7 @@ type DeleteResponse struct {
 type ListRequest struct {
 	PageSize int
 	// After is the position the page starts after (from the page token).
-	After *cursor
+	After *listing.Cursor
 	// Watch streams changes instead of answering a page.
 	Watch bool
 }

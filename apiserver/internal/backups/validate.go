@@ -21,8 +21,6 @@ import (
 const (
 	minConcurrency = 1
 	maxConcurrency = 32
-	// maxIdempotencyKey bounds the Idempotency-Key header.
-	maxIdempotencyKey = 255
 )
 
 var deletionPolicies = []string{string(opsv1.DeletionPolicyRetain), string(opsv1.DeletionPolicyDelete)}
@@ -81,57 +79,12 @@ func Validate(r *Request) []apierror.FieldViolation {
 	return v
 }
 
-// ValidateIdempotencyKey checks the Idempotency-Key header.
-func ValidateIdempotencyKey(key string) *apierror.Error {
-	if len(key) > maxIdempotencyKey {
-		return apierror.InvalidArgument("invalid Idempotency-Key",
-			apierror.Violation(IdempotencyHeader, "must be at most %d characters", maxIdempotencyKey))
-	}
-	return nil
-}
-
-// cursor is the content of a page token (see package listing): the
-// position the next page starts after (backups are listed newest first:
-// creation time, then name), and the vmcluster the token belongs to. It is
-// only a cursor, so deletions and creations between pages never cause a
-// gap or a repeat among the backups that exist throughout.
-type cursor struct {
-	Version   int    `json:"v"`
-	Created   int64  `json:"c"`
-	Name      string `json:"n"`
-	VMCluster string `json:"m"`
-}
-
-const pageTokenVersion = 1
-
-func encodeCursor(c cursor) string {
-	c.Version = pageTokenVersion
-	return listing.Encode(c)
-}
-
-func decodeCursor(token string) (*cursor, error) {
-	var c cursor
-	if err := listing.Decode(token, &c); err != nil {
-		return nil, err
-	}
-	if c.Version != pageTokenVersion || c.Name == "" || c.VMCluster == "" || len(validation.IsDNS1123Subdomain(c.Name)) > 0 {
-		return nil, listing.ErrInvalid
-	}
-	return &c, nil
-}
-
 // ParseList validates the list query: page_size (0..1000, 0 means 50)
 // and page_token. Other parameters are ignored. Whether the token belongs
 // to the vmcluster listed is checked by the service.
 func ParseList(q url.Values) (ListRequest, *apierror.Error) {
-	req := ListRequest{PageSize: listing.DefaultPageSize}
-	var violations []apierror.FieldViolation
-	size, pv := listing.SnakeCase.Parse(q, func(tok string) (err error) {
-		req.After, err = decodeCursor(tok)
-		return err
-	})
-	req.PageSize = size
-	violations = append(violations, pv...)
+	size, after, violations := listing.SnakeCase.ParseCursor(q)
+	req := ListRequest{PageSize: size, After: after}
 	w, wv := watch.ParseWatch(q)
 	if wv != nil {
 		violations = append(violations, *wv)
@@ -142,16 +95,4 @@ func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 		return ListRequest{}, apierror.InvalidArgument("the list request is invalid", violations...)
 	}
 	return req, nil
-}
-
-// key is the position of the cursor in its list (nil: the first page).
-func (c *cursor) key() *listing.Key {
-	if c == nil {
-		return nil
-	}
-	return &listing.Key{Created: c.Created, Name: c.Name}
-}
-
-func badToken() *apierror.Error {
-	return apierror.InvalidArgument("the list request is invalid", apierror.Violation("page_token", "%v", listing.ErrInvalid))
 }

@@ -9,10 +9,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
 
@@ -79,17 +79,8 @@ func TestDecode(t *testing.T) {
 	}
 }
 
-func TestValidateIdempotencyKey(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(ValidateIdempotencyKey("")).To(BeNil())
-	g.Expect(ValidateIdempotencyKey(strings.Repeat("k", 255))).To(BeNil())
-	err := ValidateIdempotencyKey(strings.Repeat("k", 256))
-	g.Expect(err).NotTo(BeNil())
-	g.Expect(fields(err)).To(Equal([]string{IdempotencyHeader}))
-}
-
 func TestParseList(t *testing.T) {
-	tok := encodeCursor(cursor{Created: 100, Name: "backup-a", VMCluster: "uid-1"})
+	tok := listing.Cursor{Created: 100, Name: "backup-a", VMCluster: "uid-1"}.Token()
 	tests := []struct {
 		name  string
 		query string
@@ -99,7 +90,7 @@ func TestParseList(t *testing.T) {
 		{name: "defaults", query: "", want: ListRequest{PageSize: 50}},
 		{name: "zero is the default", query: "page_size=0", want: ListRequest{PageSize: 50}},
 		{name: "size", query: "page_size=1000", want: ListRequest{PageSize: 1000}},
-		{name: "token", query: "page_size=2&page_token=" + tok, want: ListRequest{PageSize: 2, After: &cursor{Version: 1, Created: 100, Name: "backup-a", VMCluster: "uid-1"}}},
+		{name: "token", query: "page_size=2&page_token=" + tok, want: ListRequest{PageSize: 2, After: &listing.Cursor{Version: 1, Created: 100, Name: "backup-a", VMCluster: "uid-1"}}},
 		{name: "other parameters are ignored", query: "status=x", want: ListRequest{PageSize: 50}},
 		{name: "too large", query: "page_size=1001", bad: []string{"page_size"}},
 		{name: "negative", query: "page_size=-1", bad: []string{"page_size"}},
@@ -130,16 +121,6 @@ func TestParseList(t *testing.T) {
 
 func rawToken(js string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(js))
-}
-
-func TestNames(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(generateName("vmcluster")).To(Equal("backup-vmcluster-"))
-	long := strings.Repeat("a", 49) + "-bcd" // 53, the longest vmcluster name
-	gn := generateName(long)
-	g.Expect(len(gn) + 5).To(BeNumerically("<=", 63))
-	g.Expect(validation.IsDNS1123Label(gn + "x7k2p")).To(BeEmpty())
-	g.Expect(gn).To(Equal("backup-"+strings.Repeat("a", 49)+"-"), "cut, without a trailing double dash")
 }
 
 func TestToSpecAndView(t *testing.T) {

@@ -1,5 +1,6 @@
-// Package idempotency makes a create safe to retry with an Idempotency-Key:
-// the object is named after the key (or by the request) and carries the
+// Package idempotency makes a create safe to retry with an Idempotency-Key
+// (Header, checked by ValidateKey and KeyFrom): the object is named after
+// the key (or by the request; SetName names it either way) and carries the
 // key (opsv1.AnnotationIdempotencyKey); when its name is taken, the
 // object of that name, read from the API server, is answered instead if
 // it carries the key and is what the request creates (a replay: 200,

@@ -2,8 +2,9 @@
 // (AIP-158): the page sizes, the page parameters (snake case page_size and
 // page_token, or camelCase pageSize and pageToken for the upgrade
 // operations) and their rules with watch=true, page tokens that are an
-// opaque base64url(JSON) cursor of the collection's own shape, and Page,
-// the one paginator: a bounded heap over the collection in its order.
+// opaque base64url(JSON) cursor of the collection's own shape (Cursor, the
+// one of the lists of a vmcluster's objects), and Page, the one
+// paginator: a bounded heap over the collection in its order.
 //
 // A query parameter a route does not declare in the OpenAPI document is
 // refused before any of this, by package server (openapi.QueryParameters).

@@ -5,7 +5,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 )
 
@@ -24,26 +23,15 @@ func (h *Handler) Routes() []server.Route {
 }
 
 func (h *Handler) create(c echo.Context) error {
-	body, err := server.ReadBody(c)
+	req, key, err := server.DecodeCreate(c, Decode)
 	if err != nil {
 		return err
-	}
-	key := c.Request().Header.Get(backups.IdempotencyHeader)
-	if verr := backups.ValidateIdempotencyKey(key); verr != nil {
-		return verr
-	}
-	req, verr := Decode(body)
-	if verr != nil {
-		return verr
 	}
 	r, created, err := h.Svc.Create(c.Request().Context(), c.Param("vmclusterId"), req, key)
 	if err != nil {
 		return err
 	}
-	if !created {
-		return c.JSON(http.StatusOK, r)
-	}
-	return c.JSON(http.StatusAccepted, r)
+	return server.Created(c, http.StatusAccepted, r, created)
 }
 
 func (h *Handler) list(c echo.Context) error {

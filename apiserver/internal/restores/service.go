@@ -10,10 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/cachewait"
 	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
+	"github.com/tidbcloud/ops-server/apiserver/internal/lookup"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -73,27 +72,17 @@ func notFound(id string) *apierror.Error {
 	return apierror.NotFound(ReasonNotFound, "restore %q not found", id).WithMetadata("restoreId", id)
 }
 
-// backup finds the ClusterBackup a request names, by name or UID.
+// backup finds the ClusterBackup a request names, by name or UID, of any
+// vmcluster; nil when there is none.
 func (s *Service) backup(ctx context.Context, id string) (*opsv1.ClusterBackup, error) {
-	b := &opsv1.ClusterBackup{}
 	ns := s.Backups.Namespace
-	err := s.Backups.Reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: id}, b)
-	switch {
-	case err == nil:
-		return b, nil
-	case !apierrors.IsNotFound(err):
-		return nil, apierror.FromKubernetes(err)
-	}
-	list := &opsv1.ClusterBackupList{}
-	if err := s.Backups.Reader.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return nil, apierror.FromKubernetes(err)
-	}
-	for i := range list.Items {
-		if string(list.Items[i].UID) == id {
-			return &list.Items[i], nil
+	return lookup.Find(ctx, s.Backups.Reader, ns, id, nil, nil, func() ([]opsv1.ClusterBackup, error) {
+		list := &opsv1.ClusterBackupList{}
+		if err := s.Backups.Reader.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return nil, apierror.FromKubernetes(err)
 		}
-	}
-	return nil, nil
+		return list.Items, nil
+	})
 }
 
 // vmstorageReplicas is the replica count of the VMCluster's vmstorage
@@ -194,16 +183,7 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 	if obj.Spec.Strategy == "" {
 		obj.Spec.Strategy = opsv1.RestoreOneAtATime
 	}
-	if key != "" {
-		obj.Name = idempotency.Name("restore-", key)
-		idempotency.Annotate(obj, key)
-	} else {
-		base := t.Name
-		if len(base) > 63-len("restore--")-5 {
-			base = strings.TrimRight(base[:63-len("restore--")-5], "-")
-		}
-		obj.GenerateName = "restore-" + base + "-"
-	}
+	idempotency.SetName(obj, "restore-", t.Name, key)
 	auth.StampCaller(ctx, s.Backups.Caller, obj)
 	got, replayed, err := idempotency.Create(ctx, s.Backups.Writer, obj, key, func(existing *opsv1.ClusterRestore) bool {
 		return existing.Labels[opsv1.LabelVMClusterID] == t.ID && equality.Semantic.DeepEqual(existing.Spec, obj.Spec)
@@ -238,16 +218,12 @@ func (s *Service) Get(ctx context.Context, vmclusterID, id string) (Restore, err
 	if err != nil {
 		return Restore{}, err
 	}
-	items, err := s.list(ctx, t)
+	obj, err := lookup.Find(ctx, s.Backups.Reader, s.Backups.Namespace, id, map[string]string{opsv1.LabelVMClusterID: t.ID}, notFound(id),
+		func() ([]opsv1.ClusterRestore, error) { return s.list(ctx, t) })
 	if err != nil {
 		return Restore{}, err
 	}
-	for i := range items {
-		if items[i].Name == id || string(items[i].UID) == id {
-			return toRestore(&items[i]), nil
-		}
-	}
-	return Restore{}, notFound(id)
+	return toRestore(obj), nil
 }
 
 // List returns one page of the restores of a vmcluster, newest first.
@@ -256,14 +232,14 @@ func (s *Service) List(ctx context.Context, vmclusterID string, req ListRequest)
 	if err != nil {
 		return ListResponse{}, err
 	}
-	if req.After != nil && req.After.VMCluster != t.ID {
-		return ListResponse{}, apierror.InvalidArgument("the list request is invalid", apierror.Violation("page_token", "%v", listing.ErrInvalid))
+	if err := req.After.Check(t.ID, ""); err != nil {
+		return ListResponse{}, err
 	}
 	items, err := s.list(ctx, t)
 	if err != nil {
 		return ListResponse{}, err
 	}
-	compare, after := listing.NewestFirst(listing.KeyOf[*opsv1.ClusterRestore], req.After.key())
+	compare, after := listing.NewestFirst(listing.KeyOf[*opsv1.ClusterRestore], req.After.Key())
 	page, more := listing.Page(listing.Pointers(items), compare, after, req.PageSize)
 	out := ListResponse{Restores: []Restore{}}
 	for _, o := range page {
@@ -271,7 +247,7 @@ func (s *Service) List(ctx context.Context, vmclusterID string, req ListRequest)
 	}
 	if more {
 		last := page[len(page)-1]
-		out.NextPageToken = listing.Encode(cursor{Version: pageTokenVersion, Created: last.CreationTimestamp.Unix(), Name: last.Name, VMCluster: t.ID})
+		out.NextPageToken = listing.Cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, VMCluster: t.ID}.Token()
 	}
 	return out, nil
 }

@@ -71,47 +71,17 @@ func Validate(r *Request) []apierror.FieldViolation {
 	return v
 }
 
-// cursor is a page token's content, as the backups API's.
-type cursor struct {
-	Version   int    `json:"v"`
-	Created   int64  `json:"c"`
-	Name      string `json:"n"`
-	VMCluster string `json:"m"`
-}
-
-const pageTokenVersion = 1
-
 // ParseList validates the list query: page_size and page_token.
 func ParseList(q url.Values) (ListRequest, *apierror.Error) {
-	req := ListRequest{PageSize: listing.DefaultPageSize}
-	var violations []apierror.FieldViolation
-	size, pv := listing.SnakeCase.Parse(q, func(tok string) error {
-		var c cursor
-		err := listing.Decode(tok, &c)
-		if err == nil && (c.Version != pageTokenVersion || c.Name == "" || c.VMCluster == "") {
-			err = listing.ErrInvalid
-		}
-		req.After = &c
-		return err
-	})
-	req.PageSize = size
-	violations = append(violations, pv...)
+	size, after, violations := listing.SnakeCase.ParseCursor(q)
 	if len(violations) > 0 {
 		return ListRequest{}, apierror.InvalidArgument("the list request is invalid", violations...)
 	}
-	return req, nil
-}
-
-// key is the position of the cursor in its list (nil: the first page).
-func (c *cursor) key() *listing.Key {
-	if c == nil {
-		return nil
-	}
-	return &listing.Key{Created: c.Created, Name: c.Name}
+	return ListRequest{PageSize: size, After: after}, nil
 }
 
 // ListRequest is a validated list query.
 type ListRequest struct {
 	PageSize int
-	After    *cursor
+	After    *listing.Cursor
 }

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -143,7 +144,7 @@ func TestACKVersionListingErrors(t *testing.T) {
 func TestACKIdempotentRetryAfterANewPatch(t *testing.T) {
 	g := NewWithT(t)
 	a, srv := newACKAPI(t)
-	hdr := map[string]string{upgrades.IdempotencyHeader: "ack-req-1"}
+	hdr := map[string]string{idempotency.Header: "ack-req-1"}
 	code, body := a.do(http.MethodPost, upgrades.BasePath, ackRequest("1.30"), hdr)
 	g.Expect(code).To(Equal(http.StatusAccepted), string(body))
 	first := a.op(body)

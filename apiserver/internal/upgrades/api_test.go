@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades/upgradestest"
@@ -186,7 +187,7 @@ func TestCreateGetAndDryRun(t *testing.T) {
 func TestIdempotencyKey(t *testing.T) {
 	g := NewWithT(t)
 	a := newAPI(t)
-	hdr := map[string]string{upgrades.IdempotencyHeader: "req-42"}
+	hdr := map[string]string{idempotency.Header: "req-42"}
 	code, body := a.do(http.MethodPost, upgrades.BasePath, seedRequest, hdr)
 	g.Expect(code).To(Equal(http.StatusAccepted), string(body))
 	first := a.op(body)

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -70,7 +71,7 @@ func TestDryRunYAMLAppliesAsThePOSTWould(t *testing.T) {
 func TestDryRunWithIdempotencyKeyNamesThePOSTsObject(t *testing.T) {
 	g := NewWithT(t)
 	a := newAPI(t)
-	hdr := map[string]string{upgrades.IdempotencyHeader: "git-commit-1"}
+	hdr := map[string]string{idempotency.Header: "git-commit-1"}
 	code, body := a.do(http.MethodPost, upgrades.BasePath+"/dry-run", seedRequest, hdr)
 	g.Expect(code).To(Equal(http.StatusOK), string(body))
 	dry := a.manifest(body)

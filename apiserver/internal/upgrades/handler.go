@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/events"
 	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 )
@@ -47,24 +46,10 @@ func (h *Handler) Routes() []server.Route {
 	}
 }
 
-func (h *Handler) decode(c echo.Context) (*Request, string, error) {
-	body, err := server.ReadBody(c)
-	if err != nil {
-		return nil, "", err
-	}
-	key := c.Request().Header.Get(IdempotencyHeader)
-	if len(key) > 255 {
-		return nil, "", apierror.InvalidArgument("invalid Idempotency-Key", apierror.Violation(IdempotencyHeader, "must be at most 255 characters"))
-	}
-	req, verr := Decode(body)
-	if verr != nil {
-		return nil, "", verr
-	}
-	return req, key, nil
-}
-
+// create answers 202: the operator carries the operation out
+// asynchronously (200 for a retry with the same Idempotency-Key).
 func (h *Handler) create(c echo.Context) error {
-	req, key, err := h.decode(c)
+	req, key, err := server.DecodeCreate(c, Decode)
 	if err != nil {
 		return err
 	}
@@ -72,16 +57,11 @@ func (h *Handler) create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if !created {
-		// A retry with the same Idempotency-Key: the operation it created.
-		return c.JSON(http.StatusOK, op)
-	}
-	// Accepted: the operator carries the operation out asynchronously.
-	return c.JSON(http.StatusAccepted, op)
+	return server.Created(c, http.StatusAccepted, op, created)
 }
 
 func (h *Handler) dryRun(c echo.Context) error {
-	req, key, err := h.decode(c)
+	req, key, err := server.DecodeCreate(c, Decode)
 	if err != nil {
 		return err
 	}

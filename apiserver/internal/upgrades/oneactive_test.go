@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -92,7 +93,7 @@ func TestOneActiveUpgradePerCluster(t *testing.T) {
 func TestIdempotentReplayOfTheActiveOperation(t *testing.T) {
 	g := NewWithT(t)
 	a := newAPI(t)
-	hdr := map[string]string{upgrades.IdempotencyHeader: "replay-1"}
+	hdr := map[string]string{idempotency.Header: "replay-1"}
 	code, body := a.do(http.MethodPost, upgrades.BasePath, clusterRequest("replayed"), hdr)
 	g.Expect(code).To(Equal(http.StatusAccepted), string(body))
 	first := a.op(body)
@@ -101,7 +102,7 @@ func TestIdempotentReplayOfTheActiveOperation(t *testing.T) {
 	g.Expect(code).To(Equal(http.StatusOK), string(body))
 	g.Expect(a.op(body).ID).To(Equal(first.ID))
 
-	code, body = a.do(http.MethodPost, upgrades.BasePath, clusterRequest("replayed"), map[string]string{upgrades.IdempotencyHeader: "replay-2"})
+	code, body = a.do(http.MethodPost, upgrades.BasePath, clusterRequest("replayed"), map[string]string{idempotency.Header: "replay-2"})
 	g.Expect(code).To(Equal(http.StatusConflict), string(body))
 	g.Expect(string(body)).To(ContainSubstring(first.ID))
 	g.Expect(a.count()).To(Equal(1))

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/pkg/preflight"
 )
@@ -49,7 +50,7 @@ func (s *Service) Preflight(ctx context.Context, req *Request) (*opsv1.Preflight
 }
 
 func (h *Handler) preflight(c echo.Context) error {
-	req, _, err := h.decode(c)
+	req, _, err := server.DecodeCreate(c, Decode)
 	if err != nil {
 		return err
 	}

@@ -19,10 +19,6 @@ const (
 	AddonsPath     = "/ops/api/v1/addons"
 )
 
-// IdempotencyHeader makes POST safe to retry: the same key returns the
-// operation created for it instead of a second one.
-const IdempotencyHeader = "Idempotency-Key"
-
 // Request is the upgrade request of the seed (camelCase JSON).
 type Request struct {
 	K8sClusterName    string             `json:"k8sClusterName"`

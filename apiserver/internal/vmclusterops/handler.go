@@ -30,36 +30,29 @@ func (h *Handler) Routes() []server.Route {
 	}
 }
 
+// create answers 202: the operator carries the operation out (200 for a
+// retry with the same Idempotency-Key, and for a dry run).
 func (h *Handler) create(c echo.Context) error {
-	body, err := server.ReadBody(c)
+	dryRun := false
+	req, key, err := server.DecodeCreate(c, func(body []byte) (*Request, *apierror.Error) {
+		// dry_run is checked after the key, before the body.
+		switch c.QueryParam("dry_run") {
+		case "", "false":
+		case "true":
+			dryRun = true
+		default:
+			return nil, apierror.InvalidArgument("invalid query", apierror.Violation("dry_run", "must be true or false"))
+		}
+		return Decode(body)
+	})
 	if err != nil {
 		return err
-	}
-	key := c.Request().Header.Get(IdempotencyHeader)
-	if verr := ValidateIdempotencyKey(key); verr != nil {
-		return verr
-	}
-	dryRun := false
-	switch v := c.QueryParam("dry_run"); v {
-	case "", "false":
-	case "true":
-		dryRun = true
-	default:
-		return apierror.InvalidArgument("invalid query", apierror.Violation("dry_run", "must be true or false"))
-	}
-	req, verr := Decode(body)
-	if verr != nil {
-		return verr
 	}
 	out, created, err := h.Svc.Create(c.Request().Context(), c.Param("vmclusterId"), req, key, dryRun)
 	if err != nil {
 		return err
 	}
-	if created {
-		// Accepted: the operator carries the operation out.
-		return c.JSON(http.StatusAccepted, out)
-	}
-	return c.JSON(http.StatusOK, out)
+	return server.Created(c, http.StatusAccepted, out, created)
 }
 
 func (h *Handler) list(c echo.Context) error {

@@ -12,7 +12,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -23,6 +22,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/cachewait"
 	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
+	"github.com/tidbcloud/ops-server/apiserver/internal/lookup"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
@@ -119,12 +119,7 @@ func (s *Service) Create(ctx context.Context, vmclusterID string, req *Request, 
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Labels: objectLabels(t), Annotations: map[string]string{}},
 		Spec:       toSpec(t, req),
 	}
-	if key != "" {
-		obj.Name = idempotency.Name("op-", key)
-		idempotency.Annotate(obj, key)
-	} else {
-		obj.GenerateName = generateName(t.Name)
-	}
+	idempotency.SetName(obj, "op-", t.Name, key)
 	auth.StampCaller(ctx, s.Caller, obj)
 	same := func(existing *opsv1.VMClusterOperation) bool {
 		return existing.Labels[opsv1.LabelVMClusterID] == obj.Labels[opsv1.LabelVMClusterID] &&
@@ -199,7 +194,7 @@ func objectRef(o *opsv1.VMClusterOperation) corev1.ObjectReference {
 
 func (s *Service) list(ctx context.Context, t target) ([]opsv1.VMClusterOperation, error) {
 	list := &opsv1.VMClusterOperationList{}
-	if err := s.Reader.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels{opsv1.LabelVMClusterID: t.ID}); err != nil {
+	if err := s.Reader.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingLabels(t.selector())); err != nil {
 		return nil, apierror.FromKubernetes(err)
 	}
 	return list.Items, nil
@@ -207,30 +202,9 @@ func (s *Service) list(ctx context.Context, t target) ([]opsv1.VMClusterOperatio
 
 // find returns the operation named, or with the UID, id, of t.
 func (s *Service) find(ctx context.Context, t target, id string) (*opsv1.VMClusterOperation, error) {
-	if id == "" || len(id) > 253 {
-		return nil, notFound(id)
-	}
-	obj := &opsv1.VMClusterOperation{}
-	err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: id}, obj)
-	switch {
-	case err == nil:
-		if obj.Labels[opsv1.LabelVMClusterID] != t.ID {
-			return nil, notFound(id)
-		}
-		return obj, nil
-	case !apierrors.IsNotFound(err):
-		return nil, apierror.FromKubernetes(err)
-	}
-	items, err := s.list(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	for i := range items {
-		if string(items[i].UID) == id {
-			return &items[i], nil
-		}
-	}
-	return nil, notFound(id)
+	return lookup.Find(ctx, s.Reader, s.Namespace, id, t.selector(), notFound(id), func() ([]opsv1.VMClusterOperation, error) {
+		return s.list(ctx, t)
+	})
 }
 
 // Get returns an operation of a vmcluster by name or id.
@@ -253,8 +227,8 @@ func (s *Service) List(ctx context.Context, vmclusterID string, req ListRequest)
 	if err != nil {
 		return ListResponse{}, err
 	}
-	if a := req.After; a != nil && (a.VMCluster != t.ID || a.Filter != req.filter()) {
-		return ListResponse{}, badToken()
+	if err := req.After.Check(t.ID, req.filter()); err != nil {
+		return ListResponse{}, err
 	}
 	all, err := s.list(ctx, t)
 	if err != nil {
@@ -266,7 +240,7 @@ func (s *Service) List(ctx context.Context, vmclusterID string, req ListRequest)
 			items = append(items, o)
 		}
 	}
-	compare, after := listing.By(listing.KeyOf[*opsv1.VMClusterOperation], newestFirst, req.After.key())
+	compare, after := listing.By(listing.KeyOf[*opsv1.VMClusterOperation], newestFirst, req.After.Key())
 	page, more := listing.Page(listing.Pointers(items), compare, after, req.PageSize)
 	out := ListResponse{Operations: make([]Operation, 0, len(page))}
 	for _, o := range page {
@@ -274,7 +248,7 @@ func (s *Service) List(ctx context.Context, vmclusterID string, req ListRequest)
 	}
 	if more {
 		last := page[len(page)-1]
-		out.NextPageToken = encodeCursor(cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, VMCluster: t.ID, Filter: req.filter()})
+		out.NextPageToken = listing.Cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, VMCluster: t.ID, Filter: req.filter()}.Token()
 	}
 	return out, nil
 }

@@ -33,13 +33,9 @@ func objectLabels(t target) map[string]string {
 	return l
 }
 
-const maxNameBase = 63 - len("op-") - len("-") - 5
-
-func generateName(name string) string {
-	if len(name) > maxNameBase {
-		name = strings.TrimRight(name[:maxNameBase], "-")
-	}
-	return "op-" + name + "-"
+// selector selects the objects of t: by the vmcluster's id.
+func (t target) selector() map[string]string {
+	return map[string]string{opsv1.LabelVMClusterID: t.ID}
 }
 
 func replicas(n *int64) *int32 {

@@ -10,16 +10,16 @@
 // ops-server field manager). Translation is pure.
 package vmclusterops
 
-import "github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+import (
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
+	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+)
 
 // BasePath is the collection path, below a vmcluster.
 const BasePath = vmclusters.BasePath + "/:vmclusterId/operations"
 
 // CollectionID is the collection segment of an operation's resource name.
 const CollectionID = "operations"
-
-// IdempotencyHeader makes POST safe to retry.
-const IdempotencyHeader = "Idempotency-Key"
 
 // Request is a POST body.
 type Request struct {
@@ -117,5 +117,5 @@ type ListRequest struct {
 	PageSize int
 	Type     string
 	Phase    string
-	After    *cursor
+	After    *listing.Cursor
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/jsonbody"
@@ -30,7 +29,6 @@ const (
 	minReplicas, maxReplicas = 1, 100
 	minStepTimeout           = time.Minute
 	maxStepTimeout           = 6 * time.Hour
-	maxIdempotencyKey        = 255
 )
 
 // Decode parses and validates a POST body.
@@ -141,54 +139,10 @@ func checkComponents(v *[]apierror.FieldViolation, field string, list []string) 
 	}
 }
 
-// ValidateIdempotencyKey checks the Idempotency-Key header.
-func ValidateIdempotencyKey(key string) *apierror.Error {
-	if len(key) > maxIdempotencyKey {
-		return apierror.InvalidArgument("invalid Idempotency-Key",
-			apierror.Violation(IdempotencyHeader, "must be at most %d characters", maxIdempotencyKey))
-	}
-	return nil
-}
-
-// cursor is a page token's content: the position the next page starts
-// after (newest first: creation time, then name), and the vmcluster and
-// filters it belongs to.
-type cursor struct {
-	Version   int    `json:"v"`
-	Created   int64  `json:"c"`
-	Name      string `json:"n"`
-	VMCluster string `json:"m"`
-	Filter    string `json:"f,omitempty"`
-}
-
-const pageTokenVersion = 1
-
-func encodeCursor(c cursor) string {
-	c.Version = pageTokenVersion
-	return listing.Encode(c)
-}
-
-func decodeCursor(token string) (*cursor, error) {
-	var c cursor
-	if err := listing.Decode(token, &c); err != nil {
-		return nil, err
-	}
-	if c.Version != pageTokenVersion || c.Name == "" || c.VMCluster == "" || len(validation.IsDNS1123Subdomain(c.Name)) > 0 {
-		return nil, listing.ErrInvalid
-	}
-	return &c, nil
-}
-
 // ParseList validates the list query: page_size, page_token, type, phase.
 func ParseList(q url.Values) (ListRequest, *apierror.Error) {
-	req := ListRequest{PageSize: listing.DefaultPageSize, Type: q.Get("type"), Phase: q.Get("phase")}
-	var violations []apierror.FieldViolation
-	size, pv := listing.SnakeCase.Parse(q, func(tok string) (err error) {
-		req.After, err = decodeCursor(tok)
-		return err
-	})
-	req.PageSize = size
-	violations = append(violations, pv...)
+	size, after, violations := listing.SnakeCase.ParseCursor(q)
+	req := ListRequest{PageSize: size, After: after, Type: q.Get("type"), Phase: q.Get("phase")}
 	if req.Type != "" && !slices.Contains(opTypes, req.Type) {
 		violations = append(violations, apierror.Violation("type", "must be one of %s", strings.Join(opTypes, ", ")))
 	}
@@ -202,15 +156,3 @@ func ParseList(q url.Values) (ListRequest, *apierror.Error) {
 }
 
 func (r ListRequest) filter() string { return r.Type + "/" + r.Phase }
-
-// key is the position of the cursor in its list (nil: the first page).
-func (c *cursor) key() *listing.Key {
-	if c == nil {
-		return nil
-	}
-	return &listing.Key{Created: c.Created, Name: c.Name}
-}
-
-func badToken() *apierror.Error {
-	return apierror.InvalidArgument("the list request is invalid", apierror.Violation("page_token", "%v", listing.ErrInvalid))
-}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
+	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/upgrades"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -107,7 +108,7 @@ func TestReplicasShareNoState(t *testing.T) {
 
 	// ---- an upgrade POST retried with its Idempotency-Key on B ----
 	const upgrade = `{"k8sClusterName":"ha-cluster","region":"local","cloudProvider":"mock","targetVersion":"1.30"}`
-	key := map[string]string{upgrades.IdempotencyHeader: "ha-upgrade-1"}
+	key := map[string]string{idempotency.Header: "ha-upgrade-1"}
 	code, body, _ = a.doWith(http.MethodPost, upgrades.BasePath, upgrade, key)
 	g.Expect(code).To(Equal(http.StatusAccepted), string(body))
 	op := decode[upgrades.Operation](t, body)
@@ -127,7 +128,7 @@ func TestReplicasShareNoState(t *testing.T) {
 	// ---- a backup POST retried with its Idempotency-Key on B ----
 	backupsPath := vmclusters.BasePath + "/ha-0/backups"
 	const backup = `{"destination":{"url":"fs:///srv/backups/ha"}}`
-	key = map[string]string{backups.IdempotencyHeader: "ha-backup-1"}
+	key = map[string]string{idempotency.Header: "ha-backup-1"}
 	code, body, _ = a.doWith(http.MethodPost, backupsPath, backup, key)
 	g.Expect(code).To(Equal(http.StatusAccepted), string(body))
 	bk := decode[backups.Backup](t, body)
