@@ -49,9 +49,9 @@ type Options struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
 	// election (controller-runtime's defaults: 15s, 10s, 2s): a standby
 	// takes over at most LeaseDuration after the leader's last renewal.
-	LeaseDuration        time.Duration
-	RenewDeadline        time.Duration
-	RetryPeriod          time.Duration
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
 	// QPS and Burst are the client-side rate limit; QPS -1 (the default)
 	// sets none: the API server's priority and fairness throttles.
 	QPS                  float32
