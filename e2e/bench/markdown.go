@@ -59,7 +59,7 @@ func (r *Results) Markdown() string {
 	}
 	w("\n")
 
-	w("## Goals\n\nThe goals of issue #12, next to this run's numbers.\n\n| area | goal | result | status |\n|---|---|---|---|\n")
+	w("## Goals\n\nThe goals of issue #29 (and the time-to-RUNNING goal of #12), next to this run's numbers.\n\n| area | goal | result | status |\n|---|---|---|---|\n")
 	for _, g := range r.Goals {
 		w("| %s | %s | %s | **%s** |\n", g.Area, g.Goal, g.Result, g.Status)
 	}
