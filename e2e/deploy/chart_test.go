@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -751,4 +752,51 @@ func stderrOf(err error) string {
 		return err.Error()
 	}
 	return ""
+}
+
+// TestGoMemLimitFollowsTheContainerLimit: every container of both
+// Deployments runs a Go binary, and its GOMEMLIMIT is its own memory limit
+// (docs/install.md, "Memory").
+func TestGoMemLimitFollowsTheContainerLimit(t *testing.T) {
+	g := NewWithT(t)
+	res := renderChart(t, "ops-server", "observability", nil)
+	for _, name := range []string{"ops-server", "ops-server-operator"} {
+		pod := toDeployment(t, find(t, res.Objects, "Deployment", name)).Spec.Template.Spec
+		for _, c := range pod.Containers {
+			var limit *corev1.EnvVar
+			for i := range c.Env {
+				if c.Env[i].Name == "GOMEMLIMIT" {
+					limit = &c.Env[i]
+				}
+			}
+			g.Expect(limit).NotTo(BeNil(), "%s/%s has no GOMEMLIMIT", name, c.Name)
+			g.Expect(limit.ValueFrom).NotTo(BeNil())
+			g.Expect(limit.ValueFrom.ResourceFieldRef).To(HaveValue(And(
+				HaveField("ContainerName", c.Name), HaveField("Resource", "limits.memory"))), "%s/%s", name, c.Name)
+			g.Expect(c.Resources.Limits.Memory().IsZero()).To(BeFalse(), "%s/%s has no memory limit to follow", name, c.Name)
+		}
+	}
+}
+
+// TestKubeAPIRateLimitValues: both binaries default to no client-side
+// limit (-1, docs/apiserver.md, "Client-side rate limits"); the schema
+// takes -1 or a positive number, nothing else.
+func TestKubeAPIRateLimitValues(t *testing.T) {
+	g := NewWithT(t)
+	res := renderChart(t, "ops-server", "observability", nil)
+	args := flagMap(t, toDeployment(t, find(t, res.Objects, "Deployment", "ops-server-operator")).Spec.Template.Spec.Containers[0].Args)
+	g.Expect(args).To(HaveKeyWithValue("kube-api-qps", "-1"))
+	cm := find(t, res.Objects, "ConfigMap", "ops-server-apiserver")
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	g.Expect(strings.Join(slices.Collect(maps.Values(data)), "\n")).To(ContainSubstring("kubeAPIQPS: -1"))
+	for _, v := range []float64{-1, 20} {
+		_, err := render.Render(render.Options{ChartDir: chartDir(), ReleaseName: "ops-server", Namespace: "observability",
+			Values: map[string]any{"apiserver": map[string]any{"kubeAPIQPS": v}, "operator": map[string]any{"kubeAPIQPS": v}}})
+		g.Expect(err).NotTo(HaveOccurred(), "kubeAPIQPS %v", v)
+	}
+	for _, v := range []float64{0, -2} {
+		_, err := render.Render(render.Options{ChartDir: chartDir(), ReleaseName: "ops-server", Namespace: "observability",
+			Values: map[string]any{"apiserver": map[string]any{"kubeAPIQPS": v}}})
+		g.Expect(err).To(MatchError(ContainSubstring("kubeAPIQPS")), "kubeAPIQPS %v", v)
+	}
 }

@@ -46,7 +46,10 @@ type Config struct {
 	// Kubeconfig is a kubeconfig path; empty means $KUBECONFIG, then the
 	// in-cluster configuration.
 	Kubeconfig string `json:"kubeconfig"`
-	// KubeAPIQPS and KubeAPIBurst limit the requests to the Kubernetes API.
+	// KubeAPIQPS and KubeAPIBurst limit the requests to the Kubernetes API
+	// on the client side; KubeAPIQPS -1 (the default) sets no limit, and
+	// throttling is the API server's priority and fairness (see
+	// docs/apiserver.md, "Client-side rate limits").
 	KubeAPIQPS   float32 `json:"kubeAPIQPS"`
 	KubeAPIBurst int     `json:"kubeAPIBurst"`
 	// MaxRequestBodyBytes bounds request bodies; larger ones are a 400.
@@ -310,7 +313,7 @@ func Default() *Config {
 		ListenAddress:       "127.0.0.1:8080",
 		Namespace:           "observability",
 		FieldManager:        "ops-server",
-		KubeAPIQPS:          50,
+		KubeAPIQPS:          NoClientRateLimit,
 		KubeAPIBurst:        100,
 		MaxRequestBodyBytes: MaxRequestBodyLimit,
 		RequestTimeout:      metav1.Duration{Duration: 30 * time.Second},
@@ -402,3 +405,9 @@ type BackupsConfig struct {
 	// restores.
 	RestoresEnabled bool `json:"restoresEnabled"`
 }
+
+// NoClientRateLimit as KubeAPIQPS sets no client-side rate limit: a
+// negative QPS leaves client-go without a rate limiter, and the API
+// server's priority and fairness throttles (429 with Retry-After, which
+// client-go honours).
+const NoClientRateLimit = -1

@@ -24,6 +24,20 @@ func TestDefaultsAreValid(t *testing.T) {
 	g.Expect(cfg.Chart.Endpoints).To(HaveKey("prometheus"))
 }
 
+// The client-side limit towards the Kubernetes API is off by default
+// (docs/apiserver.md, "Client-side rate limits"), and a positive one is
+// taken as given.
+func TestKubeAPIRateLimit(t *testing.T) {
+	g := NewWithT(t)
+	c, err := config.Load("test", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.KubeAPIQPS).To(BeEquivalentTo(config.NoClientRateLimit))
+	c, err = config.Load("test", []string{"--kube-api-qps", "20", "--kube-api-burst", "40"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.KubeAPIQPS).To(BeEquivalentTo(20))
+	g.Expect(c.KubeAPIBurst).To(Equal(40))
+}
+
 func TestFileAndFlags(t *testing.T) {
 	g := NewWithT(t)
 	dir := t.TempDir()
@@ -106,6 +120,9 @@ func TestValidate(t *testing.T) {
 		{"tls key without cert", []string{"--tls-private-key-file", "/tls/tls.key"}, "go together"},
 		{"empty audience", []string{"--auth-token-audiences", "ops-server,"}, "empty audience"},
 		{"negative client limit", []string{"--client-rate-limit-qps", "-1"}, "clientRateLimitQPS"},
+		{"zero kube API QPS", []string{"--kube-api-qps", "0"}, "kubeAPIQPS must be -1 (no client-side limit) or positive"},
+		{"negative kube API QPS other than -1", []string{"--kube-api-qps", "-2"}, "kubeAPIQPS must be -1"},
+		{"zero kube API burst", []string{"--kube-api-burst", "0"}, "kubeAPIBurst must be positive"},
 		{"no cache", []string{"--auth-cache-max-entries", "0"}, "cacheMaxEntries"},
 		{"relative fs root", []string{"--backup-fs-roots", "/ok,relative"}, `backups.fsRoots: backup fs root "relative": must be an absolute path`},
 		{"fs root with dot-dot", []string{"--backup-fs-roots", "/var/../etc"}, "must not contain '..'"},

@@ -33,8 +33,11 @@ func (c *Config) Validate() error {
 	if c.FieldManager == "" || len(c.FieldManager) > 128 {
 		add("fieldManager must be 1 to 128 characters")
 	}
-	if c.KubeAPIQPS <= 0 || c.KubeAPIBurst <= 0 {
-		add("kubeAPIQPS and kubeAPIBurst must be positive")
+	if c.KubeAPIQPS != NoClientRateLimit && c.KubeAPIQPS <= 0 {
+		add("kubeAPIQPS must be -1 (no client-side limit) or positive")
+	}
+	if c.KubeAPIBurst <= 0 {
+		add("kubeAPIBurst must be positive")
 	}
 	if c.MaxRequestBodyBytes < 1024 || c.MaxRequestBodyBytes > MaxRequestBodyLimit {
 		add("maxRequestBodyBytes must be between 1024 and %d", MaxRequestBodyLimit)

@@ -49,9 +49,11 @@ type Options struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
 	// election (controller-runtime's defaults: 15s, 10s, 2s): a standby
 	// takes over at most LeaseDuration after the leader's last renewal.
-	LeaseDuration        time.Duration
-	RenewDeadline        time.Duration
-	RetryPeriod          time.Duration
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	// QPS and Burst are the client-side rate limit; QPS -1 (the default)
+	// sets none: the API server's priority and fairness throttles.
 	QPS                  float32
 	Burst                int
 	Upgrade              upgrade.Options
@@ -119,7 +121,7 @@ func DefaultOptions() Options {
 		LeaseDuration:        15 * time.Second,
 		RenewDeadline:        10 * time.Second,
 		RetryPeriod:          2 * time.Second,
-		QPS:                  50,
+		QPS:                  -1,
 		Burst:                100,
 		Upgrade:              upgrade.DefaultOptions(),
 		Backup:               backup.DefaultOptions(),
@@ -144,8 +146,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long a standby waits after the leader's last renewal of the Lease before it takes over.")
 	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "How long the leader retries renewing the Lease before it gives up (and exits).")
 	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "Interval of the leader election's attempts.")
-	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Queries per second to the Kubernetes API server.")
-	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the Kubernetes API server.")
+	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Client-side limit of queries per second to the Kubernetes API server; -1: none, the API server's priority and fairness throttles.")
+	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of queries to the Kubernetes API server (with a client-side limit).")
 	fs.IntVar(&o.Upgrade.MaxConcurrentReconciles, "concurrent", o.Upgrade.MaxConcurrentReconciles, "Number of ClusterUpgradeOperations reconciled at once.")
 	fs.DurationVar(&o.Upgrade.PollInterval, "poll-interval", o.Upgrade.PollInterval, "How often a running cloud operation or a Kubernetes-side wait is checked.")
 	fs.DurationVar(&o.Upgrade.RetryInterval, "retry-interval", o.Upgrade.RetryInterval, "Wait after a retryable cloud error without a Retry-After hint.")

@@ -130,6 +130,21 @@ and FluxArgs): e2e/deploy checks it.
 {{- end }}
 
 {{/* Env of both Flux controllers: the namespace they watch. */}}
+{{/*
+The Go runtime's soft memory limit, from the container's memory limit
+(every container of the chart runs a Go binary): the garbage collector
+works harder as the heap nears the limit instead of the kernel killing
+the container (docs/install.md, "Memory" under "Sizing"). The argument is the container
+name.
+*/}}
+{{- define "ops-server.goMemLimit" -}}
+- name: GOMEMLIMIT
+  valueFrom:
+    resourceFieldRef:
+      containerName: {{ . }}
+      resource: limits.memory
+{{- end }}
+
 {{- define "ops-server.fluxEnv" -}}
 {{- if .Values.vmclusterNamespace }}
 - name: RUNTIME_NAMESPACE
