@@ -51,17 +51,12 @@ func seed(srv *acktest.Server) {
 	})
 }
 
-func newProvider(t *testing.T, srv *acktest.Server) *ack.Provider {
-	t.Helper()
+func connect(srv *acktest.Server) (*ack.Provider, error) {
 	cred, err := credentials.NewCredential(&credentials.Config{Type: tea.String("access_key"), AccessKeyId: tea.String(fakeKeyID), AccessKeySecret: tea.String(fakeSecret)})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	p, err := ack.New(ack.Options{Region: "cn-beijing", Endpoint: srv.URL, Credential: cred, PollInterval: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return ack.New(ack.Options{Region: "cn-beijing", Endpoint: srv.URL, Credential: cred, PollInterval: time.Second})
 }
 
 // actions maps the suite's call kinds to the ACK action that does the work.
@@ -77,34 +72,17 @@ var actions = map[string]string{
 	conformance.PollOperation:            acktest.DescribeTaskInfo,
 }
 
-func TestConformance(t *testing.T) {
-	conformance.Run(t, conformance.OnFake(fixture, ref, newFake, newProvider, actions))
-}
+var onFake = conformance.OnFake[*acktest.Server, *ack.Provider]{Fixture: fixture, Ref: ref, NewFake: acktest.New, Seed: seed, Connect: connect, Actions: actions}
 
-// newFake starts a fake ACK holding the fixture.
-func newFake(t *testing.T) *acktest.Server {
-	srv := acktest.New(t)
-	seed(srv)
-	return srv
-}
-
-func start(t *testing.T) (*acktest.Server, *ack.Provider) {
-	srv := newFake(t)
-	return srv, newProvider(t, srv)
-}
-
-func waitDone(t *testing.T, p cloud.Provider, id string) *cloud.OperationStatus {
-	t.Helper()
-	return conformance.Poll(t, p, ref, id, 20)
-}
+func TestConformance(t *testing.T) { onFake.Run(t) }
 
 func TestControlPlaneUpgradeIsMasterOnly(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	srv, p := start(t)
+	srv, p := onFake.Start(t)
 	id, err := p.StartControlPlaneUpgrade(ctx, ref, fixture.TargetVersion, "tok")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(waitDone(t, p, id).State).To(Equal(cloud.OperationSucceeded))
+	g.Expect(onFake.Poll(t, p, id).State).To(Equal(cloud.OperationSucceeded))
 	c, err := p.DescribeCluster(ctx, ref)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.Version).To(Equal(fixture.TargetVersion))
@@ -117,158 +95,102 @@ func TestControlPlaneUpgradeIsMasterOnly(t *testing.T) {
 }
 
 func TestErrorClassification(t *testing.T) {
-	cases := []struct {
-		name       string
-		fault      cloudtest.Fault
-		timeLeftMS int
-		wantKind   cloud.ErrorKind
-		wantStatus int
-		wantAfter  time.Duration
-	}{
-		{name: "throttled with TimeLeft", fault: cloudtest.Throttle, timeLeftMS: 1500, wantKind: cloud.Retryable, wantStatus: 429, wantAfter: 1500 * time.Millisecond},
-		{name: "throttled", fault: cloudtest.Throttle, wantKind: cloud.Retryable, wantStatus: 429},
-		{name: "unavailable", fault: cloudtest.ServerError, wantKind: cloud.Retryable, wantStatus: 503},
-		{name: "invalid parameter", fault: cloudtest.Permanent, wantKind: cloud.Permanent, wantStatus: 400},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			srv, p := start(t)
-			srv.ThrottleTimeLeftMS = tc.timeLeftMS
-			srv.Inject(acktest.DescribeClusterDetail, 1, tc.fault)
-			_, err := p.DescribeCluster(context.Background(), ref)
-			conformance.ExpectClassified(t, err, conformance.Classified{Kind: tc.wantKind, Status: tc.wantStatus, RetryAfter: tc.wantAfter},
-				fakeKeyID, "request id")
-		})
-	}
+	onFake.ExpectFaultsClassified(t, []conformance.FaultCase{
+		{Name: "throttled with TimeLeft", Fault: cloudtest.Throttle, RetryAfter: 1500 * time.Millisecond, Want: conformance.Classified{Kind: cloud.Retryable, Status: 429, RetryAfter: 1500 * time.Millisecond}},
+		{Name: "throttled", Fault: cloudtest.Throttle, Want: conformance.Classified{Kind: cloud.Retryable, Status: 429}},
+		{Name: "unavailable", Fault: cloudtest.ServerError, Want: conformance.Classified{Kind: cloud.Retryable, Status: 503}},
+		{Name: "invalid parameter", Fault: cloudtest.Permanent, Want: conformance.Classified{Kind: cloud.Permanent, Status: 400}},
+	}, nil, fakeKeyID, "request id")
 }
 
 func TestRequests(t *testing.T) {
 	ctx := context.Background()
-	cases := []struct {
-		name     string
-		call     func(p *ack.Provider) error
-		wantKind cloud.ErrorKind
-		wantMsg  string
-	}{
-		{name: "missing cluster", wantKind: cloud.NotFound, wantMsg: "ErrorClusterNotFound", call: func(p *ack.Provider) error {
+	onFake.ExpectRefusals(t, []conformance.Refusal[*ack.Provider]{
+		{Name: "missing cluster", Kind: cloud.NotFound, Message: "ErrorClusterNotFound", Call: func(p *ack.Provider) error {
 			other := ref
 			other.ClusterID = "cdeadbeef"
 			_, err := p.DescribeCluster(ctx, other)
 			return err
 		}},
-		{name: "no cluster id", wantKind: cloud.Permanent, wantMsg: "cluster id", call: func(p *ack.Provider) error {
+		{Name: "no cluster id", Kind: cloud.Permanent, Message: "cluster id", Call: func(p *ack.Provider) error {
 			other := ref
 			other.ClusterID = ""
 			_, err := p.ListNodeGroups(ctx, other)
 			return err
 		}},
-		{name: "minor version only", wantKind: cloud.Permanent, wantMsg: "full version", call: func(p *ack.Provider) error {
+		{Name: "minor version only", Kind: cloud.Permanent, Message: "full version", Call: func(p *ack.Provider) error {
 			_, err := p.StartControlPlaneUpgrade(ctx, ref, "1.30", "tok")
 			return err
 		}},
-		{name: "node pool minor version only", wantKind: cloud.Permanent, wantMsg: "full version", call: func(p *ack.Provider) error {
+		{Name: "node pool minor version only", Kind: cloud.Permanent, Message: "full version", Call: func(p *ack.Provider) error {
 			_, err := p.StartNodeGroupUpgrade(ctx, ref, fixture.GroupA, "1.30.1", "tok")
 			return err
 		}},
-		{name: "upgrade of a missing pool", wantKind: cloud.NotFound, call: func(p *ack.Provider) error {
+		{Name: "upgrade of a missing pool", Kind: cloud.NotFound, Call: func(p *ack.Provider) error {
 			_, err := p.StartNodeGroupUpgrade(ctx, ref, "nope", fixture.TargetVersion, "tok")
 			return err
 		}},
-		{name: "existing pool", wantKind: cloud.Permanent, wantMsg: "already exists", call: func(p *ack.Provider) error {
+		{Name: "existing pool", Kind: cloud.Permanent, Message: "already exists", Call: func(p *ack.Provider) error {
 			_, err := p.StartCreateNodeGroup(ctx, ref, cloud.NodeGroup{Name: fixture.GroupA, DesiredSize: 1}, "tok")
 			return err
 		}},
-		{name: "pool without vSwitches", wantKind: cloud.Permanent, wantMsg: "vSwitches", call: func(p *ack.Provider) error {
+		{Name: "pool without vSwitches", Kind: cloud.Permanent, Message: "vSwitches", Call: func(p *ack.Provider) error {
 			_, err := p.StartCreateNodeGroup(ctx, ref, cloud.NodeGroup{Name: "bare", DesiredSize: 1, InstanceTypes: []string{"ecs.g7.large"}}, "tok")
 			return err
 		}},
-		{name: "missing addon", wantKind: cloud.NotFound, call: func(p *ack.Provider) error {
+		{Name: "missing addon", Kind: cloud.NotFound, Call: func(p *ack.Provider) error {
 			_, err := p.StartAddonUpdate(ctx, ref, cloud.AddonUpdate{Name: "nope", Version: "v1"}, "tok")
 			return err
 		}},
-		{name: "addon version not offered", wantKind: cloud.Permanent, wantMsg: "ErrorAddonVersion", call: func(p *ack.Provider) error {
+		{Name: "addon version not offered", Kind: cloud.Permanent, Message: "ErrorAddonVersion", Call: func(p *ack.Provider) error {
 			_, err := p.StartAddonUpdate(ctx, ref, cloud.AddonUpdate{Name: fixture.Addon, Version: "v9"}, "tok")
 			return err
 		}},
-		{name: "unknown task", wantKind: cloud.NotFound, call: func(p *ack.Provider) error {
+		{Name: "unknown task", Kind: cloud.NotFound, Call: func(p *ack.Provider) error {
 			_, err := p.PollOperation(ctx, ref, "T-nope")
 			return err
 		}},
-		{name: "malformed task id", wantKind: cloud.Permanent, call: func(p *ack.Provider) error {
+		{Name: "malformed task id", Kind: cloud.Permanent, Call: func(p *ack.Provider) error {
 			_, err := p.PollOperation(ctx, ref, "../tasks")
 			return err
 		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			_, p := start(t)
-			err := tc.call(p)
-			g.Expect(cloud.KindOf(err)).To(Equal(tc.wantKind), "%v", err)
-			g.Expect(err.Error()).To(ContainSubstring(tc.wantMsg))
-		})
-	}
+	})
 }
 
 func TestRepeatedStartsFindTheRunningTask(t *testing.T) {
 	ctx := context.Background()
-	cases := []struct {
-		name  string
-		start func(p *ack.Provider) (string, error)
-		again bool // a repeat after the task finished answers the same task
-	}{
-		{name: "control plane", again: true, start: func(p *ack.Provider) (string, error) {
+	// Again: a repeat after the task finished answers the same task.
+	onFake.ExpectRestartsFindTheOperation(t, []conformance.Operation[*ack.Provider]{
+		{Name: "control plane", Again: true, Start: func(p *ack.Provider) (string, error) {
 			return p.StartControlPlaneUpgrade(ctx, ref, fixture.TargetVersion, "tok")
 		}},
-		{name: "node pool upgrade", again: true, start: func(p *ack.Provider) (string, error) {
+		{Name: "node pool upgrade", Again: true, Start: func(p *ack.Provider) (string, error) {
 			return p.StartNodeGroupUpgrade(ctx, ref, fixture.GroupB, fixture.TargetVersion, "tok")
 		}},
-		{name: "create", again: true, start: func(p *ack.Provider) (string, error) {
+		{Name: "create", Again: true, Start: func(p *ack.Provider) (string, error) {
 			return p.StartCreateNodeGroup(ctx, ref, cloud.NodeGroup{Name: "extra", DesiredSize: 1, InstanceTypes: []string{"ecs.g7.large"},
 				Extra: map[string]string{ack.ExtraVSwitchIDs: "vsw-1"}}, "tok")
 		}},
-		{name: "delete", start: func(p *ack.Provider) (string, error) { return p.StartDeleteNodeGroup(ctx, ref, fixture.GroupA, "tok") }},
-		{name: "addon", again: true, start: func(p *ack.Provider) (string, error) {
+		{Name: "delete", Start: func(p *ack.Provider) (string, error) { return p.StartDeleteNodeGroup(ctx, ref, fixture.GroupA, "tok") }},
+		{Name: "addon", Again: true, Start: func(p *ack.Provider) (string, error) {
 			return p.StartAddonUpdate(ctx, ref, cloud.AddonUpdate{Name: fixture.Addon, Version: fixture.AddonTo}, "tok")
 		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			srv, p := start(t)
-			id1, err := tc.start(p)
-			g.Expect(err).NotTo(HaveOccurred())
-			id2, err := tc.start(newProvider(t, srv))
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(id2).To(Equal(id1))
-			g.Expect(waitDone(t, p, id1).State).To(Equal(cloud.OperationSucceeded))
-			if tc.again {
-				id3, err := tc.start(p)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(id3).To(Equal(id1))
-			}
-		})
-	}
+	})
 }
 
 func TestCloneKeepsSettings(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	srv, p := start(t)
+	srv, p := onFake.Start(t)
 	groups, err := p.ListNodeGroups(ctx, ref)
 	g.Expect(err).NotTo(HaveOccurred())
-	var old cloud.NodeGroup
-	for _, x := range groups {
-		if x.Name == fixture.GroupB {
-			old = x
-		}
-	}
+	old := conformance.NodeGroupNamed(groups, fixture.GroupB)
 	g.Expect(old.Extra[ack.ExtraNodePoolID]).To(Equal("np0bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"))
 	clone := old
 	clone.Name, clone.Version = "vmstorage-130", fixture.TargetVersion
 	id, err := p.StartCreateNodeGroup(ctx, ref, clone, "tok")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(waitDone(t, p, id).State).To(Equal(cloud.OperationSucceeded))
+	g.Expect(onFake.Poll(t, p, id).State).To(Equal(cloud.OperationSucceeded))
 
 	was, _ := srv.NodePool(ref.ClusterID, fixture.GroupB)
 	got, ok := srv.NodePool(ref.ClusterID, clone.Name)
@@ -291,47 +213,33 @@ func TestCloneKeepsSettings(t *testing.T) {
 }
 
 func TestFailedTasksReportTheCloudsMessage(t *testing.T) {
-	g := NewWithT(t)
-	srv, p := start(t)
-	srv.FailOperations(1)
-	id, err := p.StartNodeGroupUpgrade(context.Background(), ref, fixture.GroupA, fixture.TargetVersion, "tok")
-	g.Expect(err).NotTo(HaveOccurred())
-	st := waitDone(t, p, id)
-	g.Expect(st.State).To(Equal(cloud.OperationFailed))
-	g.Expect(st.Message).To(ContainSubstring("simulated failure of nodepool_upgrade"))
+	onFake.ExpectFailuresReported(t, []conformance.Operation[*ack.Provider]{
+		{Name: "node pool upgrade", Message: "simulated failure of nodepool_upgrade", Start: func(p *ack.Provider) (string, error) {
+			return p.StartNodeGroupUpgrade(context.Background(), ref, fixture.GroupA, fixture.TargetVersion, "tok")
+		}},
+	})
 }
 
 func TestARunningTaskOnTheClusterIsRetryable(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	_, p := start(t)
+	_, p := onFake.Start(t)
 	_, err := p.StartControlPlaneUpgrade(ctx, ref, fixture.TargetVersion, "tok")
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = p.StartNodeGroupUpgrade(ctx, ref, fixture.GroupA, fixture.TargetVersion, "tok2")
 	g.Expect(cloud.IsRetryable(err)).To(BeTrue(), "%v", err)
 }
 
-func TestUnreachableEndpointIsRetryable(t *testing.T) {
-	srv, p := start(t)
-	srv.Close()
-	_, err := p.ListNodeGroups(context.Background(), ref)
-	NewWithT(t).Expect(cloud.IsRetryable(err)).To(BeTrue(), "%v", err)
-}
-
 func TestNodeGroupEvents(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	srv := acktest.New(t)
-	var events []acktest.NodeGroupEvent
-	srv.OnNodeGroup = func(e acktest.NodeGroupEvent) { events = append(events, e) }
-	seed(srv)
-	p := newProvider(t, srv)
-	g.Expect(events).To(HaveLen(2))
+	srv, p := onFake.Start(t)
+	g.Expect(srv.NodeGroupEvents()).To(HaveLen(2))
 	id, err := p.StartNodeGroupUpgrade(ctx, ref, fixture.GroupA, fixture.TargetVersion, "tok")
 	g.Expect(err).NotTo(HaveOccurred())
-	waitDone(t, p, id)
+	onFake.Poll(t, p, id)
 	// ACK labels Nodes with the pool's id, not its name.
-	g.Expect(events[2:]).To(Equal([]acktest.NodeGroupEvent{
+	g.Expect(srv.NodeGroupEvents()[2:]).To(Equal([]acktest.NodeGroupEvent{
 		{Cluster: ref.ClusterID, Name: fixture.GroupA, LabelValue: "np0aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", Version: fixture.TargetVersion, Size: 2, Labels: map[string]string{"role": "a"}},
 	}))
 }
@@ -356,7 +264,7 @@ func TestAvailableVersions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			srv, p := start(t)
+			srv, p := onFake.Start(t)
 			if tc.offered != nil {
 				srv.SetVersions(tc.offered...)
 			}
@@ -375,7 +283,7 @@ func TestAvailableVersions(t *testing.T) {
 	}
 
 	t.Run("missing cluster", func(t *testing.T) {
-		_, p := start(t)
+		_, p := onFake.Start(t)
 		other := ref
 		other.ClusterID = "cdeadbeef"
 		_, err := p.AvailableVersions(ctx, other)
@@ -384,10 +292,10 @@ func TestAvailableVersions(t *testing.T) {
 
 	t.Run("after an upgrade", func(t *testing.T) {
 		g := NewWithT(t)
-		_, p := start(t)
+		_, p := onFake.Start(t)
 		id, err := p.StartControlPlaneUpgrade(ctx, ref, fixture.TargetVersion, "tok")
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(waitDone(t, p, id).State).To(Equal(cloud.OperationSucceeded))
+		g.Expect(onFake.Poll(t, p, id).State).To(Equal(cloud.OperationSucceeded))
 		got, err := p.AvailableVersions(ctx, ref)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(got).To(Equal([]string{fixture.TargetVersion, "1.31.1-aliyun.1"}))

@@ -49,13 +49,8 @@ func seed(srv *akstest.Server) {
 	})
 }
 
-func newProvider(t *testing.T, srv *akstest.Server) *aks.Provider {
-	t.Helper()
-	p, err := aks.New(aks.Options{Credential: staticCredential{}, Endpoint: srv.URL, Transport: srv.Client(), PollInterval: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+func connect(srv *akstest.Server) (*aks.Provider, error) {
+	return aks.New(aks.Options{Credential: staticCredential{}, Endpoint: srv.URL, Transport: srv.Client(), PollInterval: time.Second})
 }
 
 // actions maps the suite's call kinds to the ARM call that does the work.
@@ -69,30 +64,13 @@ var actions = map[string]string{
 	conformance.PollOperation:            akstest.GetOperationStatus,
 }
 
-func TestConformance(t *testing.T) {
-	conformance.Run(t, conformance.OnFake(fixture, ref, newFake, newProvider, actions))
-}
+var onFake = conformance.OnFake[*akstest.Server, *aks.Provider]{Fixture: fixture, Ref: ref, NewFake: akstest.New, Seed: seed, Connect: connect, Actions: actions}
 
-// newFake starts a fake AKS holding the fixture.
-func newFake(t *testing.T) *akstest.Server {
-	srv := akstest.New(t)
-	seed(srv)
-	return srv
-}
-
-func start(t *testing.T) (*akstest.Server, *aks.Provider) {
-	srv := newFake(t)
-	return srv, newProvider(t, srv)
-}
-
-func waitDone(t *testing.T, p cloud.Provider, id string) *cloud.OperationStatus {
-	t.Helper()
-	return conformance.Poll(t, p, ref, id, 20)
-}
+func TestConformance(t *testing.T) { onFake.Run(t) }
 
 func TestOperationIDsCarryTheResumeToken(t *testing.T) {
 	g := NewWithT(t)
-	_, p := start(t)
+	_, p := onFake.Start(t)
 	id, err := p.StartNodeGroupUpgrade(context.Background(), ref, fixture.GroupA, "1.30", "tok")
 	g.Expect(err).NotTo(HaveOccurred())
 	var o map[string]string
@@ -104,28 +82,11 @@ func TestOperationIDsCarryTheResumeToken(t *testing.T) {
 }
 
 func TestErrorClassification(t *testing.T) {
-	cases := []struct {
-		name       string
-		fault      cloudtest.Fault
-		retryAfter string
-		wantKind   cloud.ErrorKind
-		wantStatus int
-		wantAfter  time.Duration
-	}{
-		{name: "throttled", fault: cloudtest.Throttle, retryAfter: "17", wantKind: cloud.Retryable, wantStatus: 429, wantAfter: 17 * time.Second},
-		{name: "unavailable", fault: cloudtest.ServerError, wantKind: cloud.Retryable, wantStatus: 503},
-		{name: "invalid parameter", fault: cloudtest.Permanent, wantKind: cloud.Permanent, wantStatus: 400},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			srv, p := start(t)
-			srv.ThrottleRetryAfter = tc.retryAfter
-			srv.Inject(akstest.GetManagedCluster, 1, tc.fault)
-			_, err := p.DescribeCluster(context.Background(), ref)
-			conformance.ExpectClassified(t, err, conformance.Classified{Kind: tc.wantKind, Status: tc.wantStatus, RetryAfter: tc.wantAfter},
-				fakeToken, "api-version", ref.SubscriptionID)
-		})
-	}
+	onFake.ExpectFaultsClassified(t, []conformance.FaultCase{
+		{Name: "throttled", Fault: cloudtest.Throttle, RetryAfter: 17 * time.Second, Want: conformance.Classified{Kind: cloud.Retryable, Status: 429, RetryAfter: 17 * time.Second}},
+		{Name: "unavailable", Fault: cloudtest.ServerError, Want: conformance.Classified{Kind: cloud.Retryable, Status: 503}},
+		{Name: "invalid parameter", Fault: cloudtest.Permanent, Want: conformance.Classified{Kind: cloud.Permanent, Status: 400}},
+	}, nil, fakeToken, "api-version", ref.SubscriptionID)
 }
 
 func TestPlainHTTPNeedsTheInsecureOption(t *testing.T) {
@@ -177,7 +138,7 @@ func TestRepeatedStartsInAFreshProvider(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			srv, p := start(t)
+			srv, p := onFake.Start(t)
 			puts := srv.Calls(akstest.PutAgentPool) + srv.Calls(akstest.PutManagedCluster) + srv.Calls(akstest.DeleteAgentPool)
 			id1, err := tc.start(p)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -187,12 +148,12 @@ func TestRepeatedStartsInAFreshProvider(t *testing.T) {
 			g.Expect(same).To(Equal(id1))
 			// A restarted operator repeating the call finds the operation
 			// in flight and starts nothing.
-			fresh := newProvider(t, srv)
+			fresh := onFake.Provider(t, srv)
 			id2, err := tc.start(fresh)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(srv.Calls(akstest.PutAgentPool) + srv.Calls(akstest.PutManagedCluster) + srv.Calls(akstest.DeleteAgentPool)).To(Equal(puts + 1))
-			g.Expect(waitDone(t, fresh, id2).State).To(Equal(cloud.OperationSucceeded))
-			g.Expect(waitDone(t, p, id1).State).To(Equal(cloud.OperationSucceeded))
+			g.Expect(onFake.Poll(t, fresh, id2).State).To(Equal(cloud.OperationSucceeded))
+			g.Expect(onFake.Poll(t, p, id1).State).To(Equal(cloud.OperationSucceeded))
 			if tc.after != nil {
 				tc.after(g, srv)
 			}
@@ -203,22 +164,17 @@ func TestRepeatedStartsInAFreshProvider(t *testing.T) {
 func TestCloneKeepsSettings(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	srv, p := start(t)
+	srv, p := onFake.Start(t)
 	groups, err := p.ListNodeGroups(ctx, ref)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(groups).To(HaveLen(3), "three pages of one")
-	var old cloud.NodeGroup
-	for _, x := range groups {
-		if x.Name == fixture.GroupB {
-			old = x
-		}
-	}
+	old := conformance.NodeGroupNamed(groups, fixture.GroupB)
 	g.Expect(old.Taints).To(Equal([]cloud.Taint{{Key: "dedicated", Value: "vmstorage", Effect: "NoSchedule"}}))
 	clone := old
 	clone.Name, clone.Version = "poolb130", "1.30"
 	id, err := p.StartCreateNodeGroup(ctx, ref, clone, "tok")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(waitDone(t, p, id).State).To(Equal(cloud.OperationSucceeded))
+	g.Expect(onFake.Poll(t, p, id).State).To(Equal(cloud.OperationSucceeded))
 
 	was, _ := srv.AgentPool(ref.SubscriptionID, ref.ResourceGroup, ref.Name, fixture.GroupB)
 	got, ok := srv.AgentPool(ref.SubscriptionID, ref.ResourceGroup, ref.Name, clone.Name)
@@ -241,94 +197,66 @@ func TestCloneKeepsSettings(t *testing.T) {
 
 func TestFailedOperationsReportTheCloudsMessage(t *testing.T) {
 	ctx := context.Background()
-	cases := []struct {
-		name  string
-		start func(p *aks.Provider) (string, error)
-	}{
-		{name: "control plane", start: func(p *aks.Provider) (string, error) { return p.StartControlPlaneUpgrade(ctx, ref, "1.30", "tok") }},
-		{name: "agent pool", start: func(p *aks.Provider) (string, error) {
+	const want = "ReconcileVMSSAgentPoolFailed"
+	onFake.ExpectFailuresReported(t, []conformance.Operation[*aks.Provider]{
+		{Name: "control plane", Message: want, Start: func(p *aks.Provider) (string, error) { return p.StartControlPlaneUpgrade(ctx, ref, "1.30", "tok") }},
+		{Name: "agent pool", Message: want, Start: func(p *aks.Provider) (string, error) {
 			return p.StartNodeGroupUpgrade(ctx, ref, fixture.GroupA, "1.30", "tok")
 		}},
-		{name: "delete", start: func(p *aks.Provider) (string, error) { return p.StartDeleteNodeGroup(ctx, ref, fixture.GroupA, "tok") }},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			srv, p := start(t)
-			srv.FailOperations(1)
-			id, err := tc.start(p)
-			g.Expect(err).NotTo(HaveOccurred())
-			st := waitDone(t, p, id)
-			g.Expect(st.State).To(Equal(cloud.OperationFailed))
-			g.Expect(st.Message).To(ContainSubstring("ReconcileVMSSAgentPoolFailed"))
-		})
-	}
+		{Name: "delete", Message: want, Start: func(p *aks.Provider) (string, error) { return p.StartDeleteNodeGroup(ctx, ref, fixture.GroupA, "tok") }},
+	})
 }
 
 func TestRequests(t *testing.T) {
 	ctx := context.Background()
-	cases := []struct {
-		name     string
-		call     func(p *aks.Provider) error
-		wantKind cloud.ErrorKind
-		wantMsg  string
-	}{
-		{name: "missing cluster", wantKind: cloud.NotFound, call: func(p *aks.Provider) error {
+	onFake.ExpectRefusals(t, []conformance.Refusal[*aks.Provider]{
+		{Name: "missing cluster", Kind: cloud.NotFound, Call: func(p *aks.Provider) error {
 			other := ref
 			other.ResourceGroup = "elsewhere"
 			_, err := p.DescribeCluster(ctx, other)
 			return err
 		}},
-		{name: "no resource group", wantKind: cloud.Permanent, wantMsg: "resource group", call: func(p *aks.Provider) error {
+		{Name: "no resource group", Kind: cloud.Permanent, Message: "resource group", Call: func(p *aks.Provider) error {
 			other := ref
 			other.ResourceGroup = ""
 			_, err := p.ListNodeGroups(ctx, other)
 			return err
 		}},
-		{name: "pool name too long for AKS", wantKind: cloud.Permanent, wantMsg: "12 lowercase", call: func(p *aks.Provider) error {
+		{Name: "pool name too long for AKS", Kind: cloud.Permanent, Message: "12 lowercase", Call: func(p *aks.Provider) error {
 			_, err := p.StartCreateNodeGroup(ctx, ref, cloud.NodeGroup{Name: "vmstorage-130", DesiredSize: 1, InstanceTypes: []string{"x"}}, "tok")
 			return err
 		}},
-		{name: "existing pool", wantKind: cloud.Permanent, wantMsg: "already exists", call: func(p *aks.Provider) error {
+		{Name: "existing pool", Kind: cloud.Permanent, Message: "already exists", Call: func(p *aks.Provider) error {
 			_, err := p.StartCreateNodeGroup(ctx, ref, cloud.NodeGroup{Name: fixture.GroupA, DesiredSize: 1, InstanceTypes: []string{"x"}}, "tok")
 			return err
 		}},
-		{name: "upgrade of a missing pool", wantKind: cloud.NotFound, call: func(p *aks.Provider) error {
+		{Name: "upgrade of a missing pool", Kind: cloud.NotFound, Call: func(p *aks.Provider) error {
 			_, err := p.StartNodeGroupUpgrade(ctx, ref, "nope", "1.30", "tok")
 			return err
 		}},
-		{name: "delete of a missing pool", wantKind: cloud.NotFound, call: func(p *aks.Provider) error {
+		{Name: "delete of a missing pool", Kind: cloud.NotFound, Call: func(p *aks.Provider) error {
 			_, err := p.StartDeleteNodeGroup(ctx, ref, "nope", "tok")
 			return err
 		}},
-		{name: "control plane skipping a minor", wantKind: cloud.Permanent, wantMsg: "UpgradeNotAllowed", call: func(p *aks.Provider) error {
+		{Name: "control plane skipping a minor", Kind: cloud.Permanent, Message: "UpgradeNotAllowed", Call: func(p *aks.Provider) error {
 			_, err := p.StartControlPlaneUpgrade(ctx, ref, "1.31", "tok")
 			return err
 		}},
-		{name: "malformed operation id", wantKind: cloud.Permanent, call: func(p *aks.Provider) error {
+		{Name: "malformed operation id", Kind: cloud.Permanent, Call: func(p *aks.Provider) error {
 			_, err := p.PollOperation(ctx, ref, "upgrade:poola")
 			return err
 		}},
-		{name: "addons", wantKind: cloud.Unsupported, call: func(p *aks.Provider) error {
+		{Name: "addons", Kind: cloud.Unsupported, Call: func(p *aks.Provider) error {
 			_, err := p.StartAddonUpdate(ctx, ref, cloud.AddonUpdate{Name: "x", Version: "1"}, "tok")
 			return err
 		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			_, p := start(t)
-			err := tc.call(p)
-			g.Expect(cloud.KindOf(err)).To(Equal(tc.wantKind), "%v", err)
-			g.Expect(err.Error()).To(ContainSubstring(tc.wantMsg))
-		})
-	}
+	})
 }
 
 func TestAnotherOperationInProgressIsRetryable(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	_, p := start(t)
+	_, p := onFake.Start(t)
 	_, err := p.StartControlPlaneUpgrade(ctx, ref, "1.30", "tok-cp")
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = p.StartNodeGroupUpgrade(ctx, ref, fixture.GroupA, "1.30", "tok-ng")
@@ -336,26 +264,15 @@ func TestAnotherOperationInProgressIsRetryable(t *testing.T) {
 	g.Expect(strings.ToLower(err.Error())).To(ContainSubstring("in progress"))
 }
 
-func TestUnreachableEndpointIsRetryable(t *testing.T) {
-	srv, p := start(t)
-	srv.Close()
-	_, err := p.ListNodeGroups(context.Background(), ref)
-	NewWithT(t).Expect(cloud.IsRetryable(err)).To(BeTrue(), "%v", err)
-}
-
 func TestNodeGroupEvents(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	srv := akstest.New(t)
-	var events []akstest.NodeGroupEvent
-	srv.OnNodeGroup = func(e akstest.NodeGroupEvent) { events = append(events, e) }
-	seed(srv)
-	p := newProvider(t, srv)
-	g.Expect(events).To(HaveLen(3))
+	srv, p := onFake.Start(t)
+	g.Expect(srv.NodeGroupEvents()).To(HaveLen(3))
 	id, err := p.StartDeleteNodeGroup(ctx, ref, fixture.GroupA, "tok")
 	g.Expect(err).NotTo(HaveOccurred())
-	waitDone(t, p, id)
-	g.Expect(events[3:]).To(Equal([]akstest.NodeGroupEvent{
+	onFake.Poll(t, p, id)
+	g.Expect(srv.NodeGroupEvents()[3:]).To(Equal([]akstest.NodeGroupEvent{
 		{Cluster: ref.Name, Name: fixture.GroupA, LabelValue: fixture.GroupA, Version: "1.29.9", Size: 2, Labels: map[string]string{"role": "a"}, Deleted: true},
 	}))
 }

@@ -1,14 +1,25 @@
 // Package cloudtest is what the fake cloud servers of the providers'
 // tests (`<provider>/<provider>test`) share, each embedding a Fake: the
-// fault injector (the next n calls of an API action fail, throttled,
-// unavailable or refused: each fake answers them in its cloud's wire
-// format), the count of calls per action, the operations told to fail,
-// and the node-group events that tests mirroring node groups as Node
-// objects listen to. It speaks no wire format itself.
+// HTTP endpoint on 127.0.0.1 (Listen, URL, Close, CloseAtEnd), the order
+// every request is answered in (Handle: count the call, the cloud's
+// refusals, the injected fault, the handler), the fault injector (the
+// next n calls of an API action fail, throttled, unavailable or refused:
+// each fake answers them in its cloud's wire format, advertising the wait
+// of SetRetryAfter), the count of calls per action, the operations told
+// to fail, and the node-group events, recorded (NodeGroupEvents) and told
+// to tests mirroring node groups as Node objects (OnNodeGroup); and the
+// plumbing of their handlers: the request's cluster (InCluster), lists
+// (SortedKeys, Page) and JSON bodies (WriteJSON, ReadJSON). It speaks no
+// wire format itself: each fake says its paths, field names and error
+// bodies (Wire).
 package cloudtest
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"sync"
+	"testing"
+	"time"
 
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 )
@@ -61,11 +72,18 @@ type Fake struct {
 	// (default 3); what counts as a poll is each fake's own (its Server
 	// doc says).
 	PollsToFinish int
+	// URL is the endpoint, http://127.0.0.1:port (https:// over TLS), once
+	// Listen has started it.
+	URL string
 
-	mu      sync.Mutex
-	faults  map[string][]fault
-	calls   map[string]int
-	failOps int
+	srv *httptest.Server
+
+	mu         sync.Mutex
+	faults     map[string][]fault
+	calls      map[string]int
+	failOps    int
+	retryAfter time.Duration
+	events     []NodeGroupEvent
 }
 
 type fault struct {
@@ -170,11 +188,58 @@ func (f *Fake) Polls() int {
 	return 3
 }
 
-// Notify tells OnNodeGroup of e, if set.
+// Notify records e (NodeGroupEvents) and tells OnNodeGroup of it, if set.
 func (f *Fake) Notify(e NodeGroupEvent) {
+	f.mu.Lock()
+	f.events = append(f.events, e)
+	f.mu.Unlock()
 	if f.OnNodeGroup != nil {
 		f.OnNodeGroup(e)
 	}
+}
+
+// NodeGroupEvents is every node-group event so far, oldest first.
+func (f *Fake) NodeGroupEvents() []NodeGroupEvent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]NodeGroupEvent(nil), f.events...)
+}
+
+// SetRetryAfter is the wait a throttled answer advertises from now on,
+// each fake in its cloud's way (Wire.Throttled); 0, the fake's default.
+func (f *Fake) SetRetryAfter(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.retryAfter = d
+}
+
+func (f *Fake) retryAfterWait() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.retryAfter
+}
+
+// Listen starts h on 127.0.0.1, over TLS when useTLS, and sets URL.
+func (f *Fake) Listen(h http.Handler, useTLS bool) {
+	if useTLS {
+		f.srv = httptest.NewTLSServer(h)
+	} else {
+		f.srv = httptest.NewServer(h) // binds 127.0.0.1
+	}
+	f.URL = f.srv.URL
+}
+
+// Client is an HTTP client that trusts the endpoint's certificate.
+func (f *Fake) Client() *http.Client { return f.srv.Client() }
+
+// Close stops the endpoint.
+func (f *Fake) Close() { f.srv.Close() }
+
+// CloseAtEnd closes fake when the test ends and returns it: a fake
+// package's New.
+func CloseAtEnd[S interface{ Close() }](tb testing.TB, fake S) S {
+	tb.Cleanup(fake.Close)
+	return fake
 }
 
 // NextMinor reports whether version to is exactly one minor above from

@@ -4,6 +4,9 @@
 // reconciler: describe, upgrade and poll, list, in-place upgrade,
 // clone-create, delete, addons, throttling then success, permanent errors,
 // idempotent starts, and resuming a poll from a stored id in a fresh client.
+// A provider tested against its fake cloud (`<provider>/<provider>test`)
+// runs it through OnFake, which also holds what the providers' own tests
+// share.
 package conformance
 
 import (
@@ -71,26 +74,141 @@ type Harness struct {
 // (`<provider>/<provider>test`, embedding cloudtest.Fake).
 type FakeCloud interface {
 	Inject(action string, n int, kind cloudtest.Fault)
+	SetRetryAfter(wait time.Duration)
+	FailOperations(n int)
+	Close()
 }
 
-// OnFake is the Harness of a provider tested against its fake cloud:
-// start starts a fresh fake holding the fixture, connect returns a new
-// provider (a new SDK client) against it, and actions maps the suite's call
-// kinds to the fake's API action that does the work.
-func OnFake[F FakeCloud, P cloud.Provider](fx Fixture, ref cloud.ClusterRef, start func(*testing.T) F, connect func(*testing.T, F) P,
-	actions map[string]string) Harness {
-	var fake F
+// fakePolls bounds the polls of one operation on a fake cloud (they
+// finish operations after a few polls).
+const fakePolls = 20
+
+// OnFake is the wiring of a provider's tests against its fake cloud S:
+// the suite on fresh fakes (Run, Harness), and for the provider's own
+// tests a seeded fake with a provider against it (Start, Fake, Provider),
+// a bounded poll (Poll), and the table-driven checks every provider has:
+// injected faults classified (ExpectFaultsClassified), refused calls
+// (ExpectRefusals), starts repeated by a restarted operator
+// (ExpectRestartsFindTheOperation), failed operations reported
+// (ExpectFailuresReported).
+type OnFake[S FakeCloud, P cloud.Provider] struct {
+	Fixture Fixture
+	// Ref is the fixture's cluster.
+	Ref cloud.ClusterRef
+	// NewFake starts an empty fake cloud, closed when the test ends (the
+	// fake package's New).
+	NewFake func(testing.TB) S
+	// Seed adds the fixture's cluster to a fake.
+	Seed func(S)
+	// Connect returns a new provider (a new SDK client) against a fake.
+	Connect func(S) (P, error)
+	// Actions maps the suite's call kinds to the fake's API action that
+	// does the work.
+	Actions map[string]string
+}
+
+// Fake starts a fake cloud holding the fixture.
+func (o OnFake[S, P]) Fake(t testing.TB) S {
+	fake := o.NewFake(t)
+	o.Seed(fake)
+	return fake
+}
+
+// Provider returns a new provider against fake, failing the test when it
+// cannot be built.
+func (o OnFake[S, P]) Provider(t testing.TB, fake S) P {
+	t.Helper()
+	p, err := o.Connect(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Start starts a fake cloud holding the fixture and a provider against it.
+func (o OnFake[S, P]) Start(t testing.TB) (S, P) {
+	t.Helper()
+	fake := o.Fake(t)
+	return fake, o.Provider(t, fake)
+}
+
+// Poll polls operation id on the fixture's cluster until it is no longer
+// running (Poll, with the fake clouds' bound).
+func (o OnFake[S, P]) Poll(t *testing.T, p cloud.Provider, id string) *cloud.OperationStatus {
+	t.Helper()
+	return Poll(t, p, o.Ref, id, fakePolls)
+}
+
+// Harness is the suite's Harness on fresh fakes.
+func (o OnFake[S, P]) Harness() Harness {
+	var fake S
 	return Harness{
-		Fixture: fx,
+		Fixture: o.Fixture,
 		New: func(t *testing.T) (cloud.Provider, cloud.ClusterRef) {
-			fake = start(t)
-			return connect(t, fake), ref
+			var p P
+			fake, p = o.Start(t)
+			return p, o.Ref
 		},
-		Fresh:     func(t *testing.T) cloud.Provider { return connect(t, fake) },
-		Inject:    func(kind string, n int, permanent bool) { fake.Inject(actions[kind], n, cloudtest.FaultFor(permanent)) },
-		PollLimit: 20,
+		Fresh: func(t *testing.T) cloud.Provider { return o.Provider(t, fake) },
+		Inject: func(kind string, n int, permanent bool) {
+			fake.Inject(o.Actions[kind], n, cloudtest.FaultFor(permanent))
+		},
+		PollLimit: fakePolls,
 	}
 }
+
+// Run runs the suite (Run) on fresh fakes, then what only a fake cloud
+// can stage: a provider whose endpoint is gone gets retryable errors.
+func (o OnFake[S, P]) Run(t *testing.T) {
+	Run(t, o.Harness())
+	t.Run("unreachable endpoint is retryable", func(t *testing.T) {
+		srv, p := o.Start(t)
+		srv.Close()
+		_, err := p.ListNodeGroups(context.Background(), o.Ref)
+		if !cloud.IsRetryable(err) {
+			t.Fatalf("got %v (%s), want retryable", err, cloud.KindOf(err))
+		}
+	})
+}
+
+// FaultCase is a fault injected into the fake's DescribeCluster action
+// and how the provider must classify the error it gets.
+type FaultCase struct {
+	Name  string
+	Fault cloudtest.Fault
+	// RetryAfter is the wait a throttled answer advertises
+	// (cloudtest.Fake.SetRetryAfter; 0: the fake's default).
+	RetryAfter time.Duration
+	Want       Classified
+}
+
+// ExpectFaultsClassified runs each case on a fresh fake: the provider's
+// DescribeCluster must fail with the error the case wants, holding none
+// of never (ExpectClassified); check, if set, looks further at it.
+func (o OnFake[S, P]) ExpectFaultsClassified(t *testing.T, cases []FaultCase, check func(*testing.T, *cloud.Error), never ...string) {
+	eachOnFake(t, o, cases, func(t *testing.T, tc FaultCase, srv S, p P) {
+		srv.SetRetryAfter(tc.RetryAfter)
+		srv.Inject(o.Actions[DescribeCluster], 1, tc.Fault)
+		_, err := p.DescribeCluster(context.Background(), o.Ref)
+		ce := ExpectClassified(t, err, tc.Want, never...)
+		if check != nil {
+			check(t, ce)
+		}
+	})
+}
+
+// eachOnFake runs body on a fresh fake and a provider against it, in a
+// subtest per case.
+func eachOnFake[S FakeCloud, P cloud.Provider, C interface{ name() string }](t *testing.T, o OnFake[S, P], cases []C, body func(*testing.T, C, S, P)) {
+	for _, tc := range cases {
+		t.Run(tc.name(), func(t *testing.T) {
+			srv, p := o.Start(t)
+			body(t, tc, srv, p)
+		})
+	}
+}
+
+func (c FaultCase) name() string { return c.Name }
 
 // Run runs the suite.
 func Run(t *testing.T, h Harness) {
@@ -352,6 +470,98 @@ func ExpectClassified(t *testing.T, err error, want Classified, never ...string)
 		}
 	}
 	return ce
+}
+
+// Refusal is a call the provider must refuse: with an error of Kind whose
+// message holds Message.
+type Refusal[P cloud.Provider] struct {
+	Name    string
+	Call    func(P) error
+	Kind    cloud.ErrorKind
+	Message string
+}
+
+// ExpectRefusals makes each case's call on a fresh fake and expects it
+// refused as the case says.
+func (o OnFake[S, P]) ExpectRefusals(t *testing.T, cases []Refusal[P]) {
+	eachOnFake(t, o, cases, func(t *testing.T, tc Refusal[P], _ S, p P) {
+		err := tc.Call(p)
+		if err == nil || cloud.KindOf(err) != tc.Kind {
+			t.Fatalf("got %v (%s), want %s", err, cloud.KindOf(err), tc.Kind)
+		}
+		if !strings.Contains(err.Error(), tc.Message) {
+			t.Fatalf("message %q lacks %q", err.Error(), tc.Message)
+		}
+	})
+}
+
+func (c Refusal[P]) name() string { return c.Name }
+
+// Operation is the start of an operation in a provider's test.
+type Operation[P cloud.Provider] struct {
+	Name  string
+	Start func(P) (string, error)
+	// Again (ExpectRestartsFindTheOperation): a repeat after the
+	// operation finished answers the same operation too.
+	Again bool
+	// Message (ExpectFailuresReported) is what the status of the failed
+	// operation says.
+	Message string
+}
+
+func (c Operation[P]) name() string { return c.Name }
+
+// ExpectRestartsFindTheOperation starts each case's operation on a fresh
+// fake, repeats the start with a fresh provider (a restarted operator)
+// and expects the same operation, which then succeeds; with Again, a
+// repeat after it finished answers it once more.
+func (o OnFake[S, P]) ExpectRestartsFindTheOperation(t *testing.T, cases []Operation[P]) {
+	eachOnFake(t, o, cases, func(t *testing.T, tc Operation[P], srv S, p P) {
+		id1, err := tc.Start(p)
+		must(t, err)
+		id2, err := tc.Start(o.Provider(t, srv))
+		must(t, err)
+		if id2 != id1 {
+			t.Fatalf("repeated by a fresh provider: %q, then %q", id1, id2)
+		}
+		if st := o.Poll(t, p, id1); st.State != cloud.OperationSucceeded {
+			t.Fatalf("operation %s: %s %s", id1, st.State, st.Message)
+		}
+		if tc.Again {
+			id3, err := tc.Start(p)
+			must(t, err)
+			if id3 != id1 {
+				t.Fatalf("repeated after it finished: %q, then %q", id1, id3)
+			}
+		}
+	})
+}
+
+// ExpectFailuresReported starts each case's operation on a fresh fake
+// told to fail it (cloudtest.Fake.FailOperations) and expects it polled
+// as failed with the cloud's message (Message).
+func (o OnFake[S, P]) ExpectFailuresReported(t *testing.T, cases []Operation[P]) {
+	eachOnFake(t, o, cases, func(t *testing.T, tc Operation[P], srv S, p P) {
+		srv.FailOperations(1)
+		id, err := tc.Start(p)
+		must(t, err)
+		st := o.Poll(t, p, id)
+		if st.State != cloud.OperationFailed {
+			t.Fatalf("operation %s: %s, want failed", id, st.State)
+		}
+		if !strings.Contains(st.Message, tc.Message) {
+			t.Fatalf("message %q lacks %q", st.Message, tc.Message)
+		}
+	})
+}
+
+// NodeGroupNamed is the group of groups named name, the zero NodeGroup
+// when there is none.
+func NodeGroupNamed(groups []cloud.NodeGroup, name string) cloud.NodeGroup {
+	if g := find(groups, name); g != nil {
+		return *g
+	}
+	return cloud.NodeGroup{}
 }
 
 func must(t *testing.T, err error) {

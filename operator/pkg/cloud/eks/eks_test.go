@@ -51,17 +51,12 @@ func seed(srv *ekstest.Server) {
 	})
 }
 
-func newProvider(t *testing.T, srv *ekstest.Server) *eks.Provider {
-	t.Helper()
-	p, err := eks.New(context.Background(), eks.Options{
+func connect(srv *ekstest.Server) (*eks.Provider, error) {
+	return eks.New(context.Background(), eks.Options{
 		Region: "us-west-2", Endpoint: srv.URL,
 		Credentials:  credentials.NewStaticCredentialsProvider(fakeKeyID, fakeSecret, ""),
 		PollInterval: time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // actions maps the suite's call kinds to the EKS operation each provider
@@ -78,101 +73,52 @@ var actions = map[string]string{
 	conformance.PollOperation:            ekstest.DescribeUpdate,
 }
 
-func TestConformance(t *testing.T) {
-	conformance.Run(t, conformance.OnFake(fixture, ref, newFake, newProvider, actions))
-}
+var onFake = conformance.OnFake[*ekstest.Server, *eks.Provider]{Fixture: fixture, Ref: ref, NewFake: ekstest.New, Seed: seed, Connect: connect, Actions: actions}
 
-// newFake starts a fake EKS holding the fixture.
-func newFake(t *testing.T) *ekstest.Server {
-	srv := ekstest.New(t)
-	seed(srv)
-	return srv
-}
-
-func start(t *testing.T) (*ekstest.Server, *eks.Provider) {
-	srv := newFake(t)
-	return srv, newProvider(t, srv)
-}
-
-func waitDone(t *testing.T, p cloud.Provider, id string) *cloud.OperationStatus {
-	t.Helper()
-	return conformance.Poll(t, p, ref, id, 20)
-}
+func TestConformance(t *testing.T) { onFake.Run(t) }
 
 func TestErrorClassification(t *testing.T) {
-	cases := []struct {
-		name       string
-		fault      cloudtest.Fault
-		retryAfter string
-		wantKind   cloud.ErrorKind
-		wantStatus int
-		wantAfter  time.Duration
-	}{
-		{name: "throttling with Retry-After", fault: cloudtest.Throttle, retryAfter: "7", wantKind: cloud.Retryable, wantStatus: 429, wantAfter: 7 * time.Second},
-		{name: "throttling without Retry-After", fault: cloudtest.Throttle, wantKind: cloud.Retryable, wantStatus: 429},
-		{name: "server error", fault: cloudtest.ServerError, wantKind: cloud.Retryable, wantStatus: 500},
-		{name: "invalid parameter", fault: cloudtest.Permanent, wantKind: cloud.Permanent, wantStatus: 400},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			srv, p := start(t)
-			srv.ThrottleRetryAfter = tc.retryAfter
-			srv.Inject(ekstest.DescribeCluster, 1, tc.fault)
-			_, err := p.DescribeCluster(context.Background(), ref)
-			ce := conformance.ExpectClassified(t, err, conformance.Classified{Kind: tc.wantKind, Status: tc.wantStatus, RetryAfter: tc.wantAfter},
-				fakeKeyID, "http://")
-			g.Expect(ce.Op).To(Equal("DescribeCluster"))
-		})
-	}
+	onFake.ExpectFaultsClassified(t, []conformance.FaultCase{
+		{Name: "throttling with Retry-After", Fault: cloudtest.Throttle, RetryAfter: 7 * time.Second, Want: conformance.Classified{Kind: cloud.Retryable, Status: 429, RetryAfter: 7 * time.Second}},
+		{Name: "throttling without Retry-After", Fault: cloudtest.Throttle, Want: conformance.Classified{Kind: cloud.Retryable, Status: 429}},
+		{Name: "server error", Fault: cloudtest.ServerError, Want: conformance.Classified{Kind: cloud.Retryable, Status: 500}},
+		{Name: "invalid parameter", Fault: cloudtest.Permanent, Want: conformance.Classified{Kind: cloud.Permanent, Status: 400}},
+	}, func(t *testing.T, ce *cloud.Error) {
+		NewWithT(t).Expect(ce.Op).To(Equal("DescribeCluster"))
+	}, fakeKeyID, "http://")
 }
 
 func TestNotFound(t *testing.T) {
-	cases := []struct {
-		name string
-		call func(p *eks.Provider) error
-	}{
-		{name: "cluster in another region", call: func(p *eks.Provider) error {
+	onFake.ExpectRefusals(t, []conformance.Refusal[*eks.Provider]{
+		{Name: "cluster in another region", Kind: cloud.NotFound, Call: func(p *eks.Provider) error {
 			other := ref
 			other.Region = "us-east-1"
 			_, err := p.DescribeCluster(context.Background(), other)
 			return err
 		}},
-		{name: "upgrade of a missing node group", call: func(p *eks.Provider) error {
+		{Name: "upgrade of a missing node group", Kind: cloud.NotFound, Call: func(p *eks.Provider) error {
 			_, err := p.StartNodeGroupUpgrade(context.Background(), ref, "nope", "1.30", "tok")
 			return err
 		}},
-		{name: "delete of a missing node group", call: func(p *eks.Provider) error {
+		{Name: "delete of a missing node group", Kind: cloud.NotFound, Call: func(p *eks.Provider) error {
 			_, err := p.StartDeleteNodeGroup(context.Background(), ref, "nope", "tok")
 			return err
 		}},
-		{name: "poll of an unknown update", call: func(p *eks.Provider) error {
+		{Name: "poll of an unknown update", Kind: cloud.NotFound, Call: func(p *eks.Provider) error {
 			_, err := p.PollOperation(context.Background(), ref, "cluster:prod:00000000-0000")
 			return err
 		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, p := start(t)
-			err := tc.call(p)
-			NewWithT(t).Expect(cloud.IsNotFound(err)).To(BeTrue(), "%v (%s)", err, cloud.KindOf(err))
-		})
-	}
+	})
 }
 
 func TestCloneKeepsSettings(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	srv, p := start(t)
+	srv, p := onFake.Start(t)
 	groups, err := p.ListNodeGroups(ctx, ref)
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, src := range []string{fixture.GroupA, fixture.GroupB} {
-		var old cloud.NodeGroup
-		for _, x := range groups {
-			if x.Name == src {
-				old = x
-			}
-		}
+		old := conformance.NodeGroupNamed(groups, src)
 		clone := old
 		clone.Name, clone.Version = src+"-130", "1.30"
 		id, err := p.StartCreateNodeGroup(ctx, ref, clone, "tok-"+src)
@@ -181,7 +127,7 @@ func TestCloneKeepsSettings(t *testing.T) {
 		id2, err := p.StartCreateNodeGroup(ctx, ref, clone, "tok-"+src)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(id2).To(Equal(id))
-		g.Expect(waitDone(t, p, id).State).To(Equal(cloud.OperationSucceeded))
+		g.Expect(onFake.Poll(t, p, id).State).To(Equal(cloud.OperationSucceeded))
 
 		was, _ := srv.NodeGroup(ref.Name, src)
 		got, ok := srv.NodeGroup(ref.Name, clone.Name)
@@ -203,7 +149,7 @@ func TestCloneKeepsSettings(t *testing.T) {
 }
 
 func TestCloneWithoutSourceNeedsRoleAndSubnets(t *testing.T) {
-	_, p := start(t)
+	_, p := onFake.Start(t)
 	_, err := p.StartCreateNodeGroup(context.Background(), ref, cloud.NodeGroup{Name: "bare", Version: "1.30", DesiredSize: 1}, "tok")
 	g := NewWithT(t)
 	g.Expect(cloud.KindOf(err)).To(Equal(cloud.Permanent))
@@ -212,45 +158,29 @@ func TestCloneWithoutSourceNeedsRoleAndSubnets(t *testing.T) {
 
 func TestFailedOperationsReportTheCloudsMessage(t *testing.T) {
 	ctx := context.Background()
-	cases := []struct {
-		name  string
-		start func(p *eks.Provider) (string, error)
-		want  string
-	}{
-		{name: "node group update", start: func(p *eks.Provider) (string, error) {
+	onFake.ExpectFailuresReported(t, []conformance.Operation[*eks.Provider]{
+		{Name: "node group update", Start: func(p *eks.Provider) (string, error) {
 			return p.StartNodeGroupUpgrade(ctx, ref, fixture.GroupA, "1.30", "tok")
-		}, want: "NodeCreationFailure"},
-		{name: "node group creation", start: func(p *eks.Provider) (string, error) {
+		}, Message: "NodeCreationFailure"},
+		{Name: "node group creation", Start: func(p *eks.Provider) (string, error) {
 			return p.StartCreateNodeGroup(ctx, ref, cloud.NodeGroup{Name: "x", DesiredSize: 1, Extra: map[string]string{
 				eks.ExtraNodeRole: "arn:aws:iam::000000000000:role/nodes", eks.ExtraSubnets: "subnet-1"}}, "tok")
-		}, want: "CREATE_FAILED"},
-		{name: "node group deletion", start: func(p *eks.Provider) (string, error) {
+		}, Message: "CREATE_FAILED"},
+		{Name: "node group deletion", Start: func(p *eks.Provider) (string, error) {
 			return p.StartDeleteNodeGroup(ctx, ref, fixture.GroupB, "tok")
-		}, want: "DELETE_FAILED"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			srv, p := start(t)
-			srv.FailOperations(1)
-			id, err := tc.start(p)
-			g.Expect(err).NotTo(HaveOccurred())
-			st := waitDone(t, p, id)
-			g.Expect(st.State).To(Equal(cloud.OperationFailed))
-			g.Expect(st.Message).To(ContainSubstring(tc.want))
-		})
-	}
+		}, Message: "DELETE_FAILED"},
+	})
 }
 
 func TestRepeatedDeleteIsTheSameOperation(t *testing.T) {
 	g := NewWithT(t)
-	_, p := start(t)
+	_, p := onFake.Start(t)
 	id1, err := p.StartDeleteNodeGroup(context.Background(), ref, fixture.GroupA, "tok")
 	g.Expect(err).NotTo(HaveOccurred())
 	id2, err := p.StartDeleteNodeGroup(context.Background(), ref, fixture.GroupA, "tok")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(id2).To(Equal(id1))
-	g.Expect(waitDone(t, p, id1).State).To(Equal(cloud.OperationSucceeded))
+	g.Expect(onFake.Poll(t, p, id1).State).To(Equal(cloud.OperationSucceeded))
 }
 
 func TestAddonRequests(t *testing.T) {
@@ -268,7 +198,7 @@ func TestAddonRequests(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			_, p := start(t)
+			_, p := onFake.Start(t)
 			id, err := p.StartAddonUpdate(ctx, ref, tc.update, "tok")
 			if tc.wantKind == "" {
 				g.Expect(err).NotTo(HaveOccurred())
@@ -282,7 +212,7 @@ func TestAddonRequests(t *testing.T) {
 
 func TestListAddonsPaginatesAndDescribes(t *testing.T) {
 	g := NewWithT(t)
-	srv, p := start(t)
+	srv, p := onFake.Start(t)
 	addons, err := p.ListAddons(context.Background(), ref)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(addons).To(HaveLen(2))
@@ -292,7 +222,7 @@ func TestListAddonsPaginatesAndDescribes(t *testing.T) {
 }
 
 func TestMalformedOperationIDs(t *testing.T) {
-	_, p := start(t)
+	_, p := onFake.Start(t)
 	for _, id := range []string{"", "cluster", "cluster:prod", "nodegroup::x", "create-nodegroup:a:b", "what:x:y"} {
 		t.Run(id, func(t *testing.T) {
 			_, err := p.PollOperation(context.Background(), ref, id)
@@ -302,7 +232,7 @@ func TestMalformedOperationIDs(t *testing.T) {
 }
 
 func TestNodeSelector(t *testing.T) {
-	_, p := start(t)
+	_, p := onFake.Start(t)
 	sel, err := p.NodeSelector(context.Background(), ref, fixture.GroupA)
 	g := NewWithT(t)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -310,30 +240,19 @@ func TestNodeSelector(t *testing.T) {
 	g.Expect(strings.Contains(p.NodeGroupLabel(), "eks.amazonaws.com")).To(BeTrue())
 }
 
-func TestUnreachableEndpointIsRetryable(t *testing.T) {
-	srv, p := start(t)
-	srv.Close()
-	_, err := p.ListNodeGroups(context.Background(), ref)
-	NewWithT(t).Expect(cloud.IsRetryable(err)).To(BeTrue(), "%v", err)
-}
-
 func TestNodeGroupEvents(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	srv := ekstest.New(t)
-	var events []ekstest.NodeGroupEvent
-	srv.OnNodeGroup = func(e ekstest.NodeGroupEvent) { events = append(events, e) }
-	seed(srv)
-	p := newProvider(t, srv)
-	g.Expect(events).To(HaveLen(2))
+	srv, p := onFake.Start(t)
+	g.Expect(srv.NodeGroupEvents()).To(HaveLen(2))
 	id, err := p.StartCreateNodeGroup(ctx, ref, cloud.NodeGroup{Name: "ng-c", Version: "1.30", DesiredSize: 3, Labels: map[string]string{"x": "y"},
 		Extra: map[string]string{eks.ExtraSource: fixture.GroupA}}, "tok")
 	g.Expect(err).NotTo(HaveOccurred())
-	waitDone(t, p, id)
+	onFake.Poll(t, p, id)
 	id, err = p.StartDeleteNodeGroup(ctx, ref, "ng-c", "tok2")
 	g.Expect(err).NotTo(HaveOccurred())
-	waitDone(t, p, id)
-	g.Expect(events[2:]).To(Equal([]ekstest.NodeGroupEvent{
+	onFake.Poll(t, p, id)
+	g.Expect(srv.NodeGroupEvents()[2:]).To(Equal([]ekstest.NodeGroupEvent{
 		{Cluster: ref.Name, Name: "ng-c", LabelValue: "ng-c", Version: "1.30", Size: 3, Labels: map[string]string{"x": "y"}},
 		{Cluster: ref.Name, Name: "ng-c", LabelValue: "ng-c", Version: "1.30", Size: 3, Labels: map[string]string{"x": "y"}, Deleted: true},
 	}))

@@ -38,17 +38,12 @@ func seed(srv *gketest.Server) {
 	})
 }
 
-func newProvider(t *testing.T, srv *gketest.Server) *gke.Provider {
-	t.Helper()
-	p, err := gke.New(context.Background(), gke.Options{
+func connect(srv *gketest.Server) (*gke.Provider, error) {
+	return gke.New(context.Background(), gke.Options{
 		Endpoint:      srv.URL,
 		ClientOptions: []option.ClientOption{option.WithTokenSource(oauth2.StaticTokenSource(&oauth2.Token{AccessToken: fakeToken}))},
 		PollInterval:  time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // actions maps the suite's call kinds to the GKE call that does the work.
@@ -62,57 +57,23 @@ var actions = map[string]string{
 	conformance.PollOperation:            gketest.GetOperation,
 }
 
-func TestConformance(t *testing.T) {
-	conformance.Run(t, conformance.OnFake(fixture, ref, newFake, newProvider, actions))
-}
+var onFake = conformance.OnFake[*gketest.Server, *gke.Provider]{Fixture: fixture, Ref: ref, NewFake: gketest.New, Seed: seed, Connect: connect, Actions: actions}
 
-// newFake starts a fake GKE holding the fixture.
-func newFake(t *testing.T) *gketest.Server {
-	srv := gketest.New(t)
-	seed(srv)
-	return srv
-}
-
-func start(t *testing.T) (*gketest.Server, *gke.Provider) {
-	srv := newFake(t)
-	return srv, newProvider(t, srv)
-}
-
-func waitDone(t *testing.T, p cloud.Provider, id string) *cloud.OperationStatus {
-	t.Helper()
-	return conformance.Poll(t, p, ref, id, 20)
-}
+func TestConformance(t *testing.T) { onFake.Run(t) }
 
 func TestErrorClassification(t *testing.T) {
-	cases := []struct {
-		name       string
-		fault      cloudtest.Fault
-		retryAfter string
-		wantKind   cloud.ErrorKind
-		wantStatus int
-		wantAfter  time.Duration
-	}{
-		{name: "quota exhausted with Retry-After", fault: cloudtest.Throttle, retryAfter: "3", wantKind: cloud.Retryable, wantStatus: 429, wantAfter: 3 * time.Second},
-		{name: "quota exhausted", fault: cloudtest.Throttle, wantKind: cloud.Retryable, wantStatus: 429},
-		{name: "unavailable", fault: cloudtest.ServerError, wantKind: cloud.Retryable, wantStatus: 503},
-		{name: "invalid argument", fault: cloudtest.Permanent, wantKind: cloud.Permanent, wantStatus: 400},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			srv, p := start(t)
-			srv.ThrottleRetryAfter = tc.retryAfter
-			srv.Inject(gketest.GetCluster, 1, tc.fault)
-			_, err := p.DescribeCluster(context.Background(), ref)
-			conformance.ExpectClassified(t, err, conformance.Classified{Kind: tc.wantKind, Status: tc.wantStatus, RetryAfter: tc.wantAfter},
-				fakeToken)
-		})
-	}
+	onFake.ExpectFaultsClassified(t, []conformance.FaultCase{
+		{Name: "quota exhausted with Retry-After", Fault: cloudtest.Throttle, RetryAfter: 3 * time.Second, Want: conformance.Classified{Kind: cloud.Retryable, Status: 429, RetryAfter: 3 * time.Second}},
+		{Name: "quota exhausted", Fault: cloudtest.Throttle, Want: conformance.Classified{Kind: cloud.Retryable, Status: 429}},
+		{Name: "unavailable", Fault: cloudtest.ServerError, Want: conformance.Classified{Kind: cloud.Retryable, Status: 503}},
+		{Name: "invalid argument", Fault: cloudtest.Permanent, Want: conformance.Classified{Kind: cloud.Permanent, Status: 400}},
+	}, nil, fakeToken)
 }
 
 func TestAnotherOperationRunningIsRetryable(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	_, p := start(t)
+	_, p := onFake.Start(t)
 	_, err := p.StartControlPlaneUpgrade(ctx, ref, "1.30", "tok-cp")
 	g.Expect(err).NotTo(HaveOccurred())
 	// The master upgrade holds the cluster: GKE answers FAILED_PRECONDITION.
@@ -123,56 +84,31 @@ func TestAnotherOperationRunningIsRetryable(t *testing.T) {
 
 func TestRepeatedStartsFindTheRunningOperation(t *testing.T) {
 	ctx := context.Background()
-	cases := []struct {
-		name  string
-		start func(p *gke.Provider) (string, error)
-	}{
-		{name: "master upgrade", start: func(p *gke.Provider) (string, error) { return p.StartControlPlaneUpgrade(ctx, ref, "1.30", "tok") }},
-		{name: "create", start: func(p *gke.Provider) (string, error) {
+	// Repeated after the operation finished (Again): the same, done,
+	// operation.
+	onFake.ExpectRestartsFindTheOperation(t, []conformance.Operation[*gke.Provider]{
+		{Name: "master upgrade", Again: true, Start: func(p *gke.Provider) (string, error) { return p.StartControlPlaneUpgrade(ctx, ref, "1.30", "tok") }},
+		{Name: "create", Again: true, Start: func(p *gke.Provider) (string, error) {
 			return p.StartCreateNodeGroup(ctx, ref, cloud.NodeGroup{Name: "new", DesiredSize: 1, InstanceTypes: []string{"e2-small"}}, "tok")
 		}},
-		{name: "delete", start: func(p *gke.Provider) (string, error) { return p.StartDeleteNodeGroup(ctx, ref, fixture.GroupA, "tok") }},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			srv, p := start(t)
-			id1, err := tc.start(p)
-			g.Expect(err).NotTo(HaveOccurred())
-			// A fresh provider (restarted operator) repeats the call.
-			id2, err := tc.start(newProvider(t, srv))
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(id2).To(Equal(id1))
-			g.Expect(waitDone(t, p, id1).State).To(Equal(cloud.OperationSucceeded))
-			// Repeated after the operation finished: the same, done, operation.
-			if tc.name != "delete" {
-				id3, err := tc.start(p)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(id3).To(Equal(id1))
-			}
-		})
-	}
+		{Name: "delete", Start: func(p *gke.Provider) (string, error) { return p.StartDeleteNodeGroup(ctx, ref, fixture.GroupA, "tok") }},
+	})
 }
 
 func TestCloneKeepsSettings(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	srv, p := start(t)
+	srv, p := onFake.Start(t)
 	groups, err := p.ListNodeGroups(ctx, ref)
 	g.Expect(err).NotTo(HaveOccurred())
-	var old cloud.NodeGroup
-	for _, x := range groups {
-		if x.Name == fixture.GroupB {
-			old = x
-		}
-	}
+	old := conformance.NodeGroupNamed(groups, fixture.GroupB)
 	g.Expect(old.DesiredSize).To(Equal(int32(2)), "one node in each of two zones")
 	g.Expect([]int32{old.MinSize, old.MaxSize}).To(Equal([]int32{2, 6}))
 	clone := old
 	clone.Name, clone.Version = "pool-b-130", "1.30"
 	id, err := p.StartCreateNodeGroup(ctx, ref, clone, "tok")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(waitDone(t, p, id).State).To(Equal(cloud.OperationSucceeded))
+	g.Expect(onFake.Poll(t, p, id).State).To(Equal(cloud.OperationSucceeded))
 
 	was, _ := srv.NodePool(ref.Project, ref.Region, ref.Name, fixture.GroupB)
 	got, ok := srv.NodePool(ref.Project, ref.Region, ref.Name, clone.Name)
@@ -191,102 +127,77 @@ func TestCloneKeepsSettings(t *testing.T) {
 }
 
 func TestFailedOperationsReportTheCloudsMessage(t *testing.T) {
-	g := NewWithT(t)
-	srv, p := start(t)
-	srv.FailOperations(1)
-	id, err := p.StartNodeGroupUpgrade(context.Background(), ref, fixture.GroupA, "1.30", "tok")
-	g.Expect(err).NotTo(HaveOccurred())
-	st := waitDone(t, p, id)
-	g.Expect(st.State).To(Equal(cloud.OperationFailed))
-	g.Expect(st.Message).To(ContainSubstring("simulated failure of UPGRADE_NODES"))
+	onFake.ExpectFailuresReported(t, []conformance.Operation[*gke.Provider]{
+		{Name: "node pool upgrade", Message: "simulated failure of UPGRADE_NODES", Start: func(p *gke.Provider) (string, error) {
+			return p.StartNodeGroupUpgrade(context.Background(), ref, fixture.GroupA, "1.30", "tok")
+		}},
+	})
 }
 
 func TestRequests(t *testing.T) {
 	ctx := context.Background()
-	cases := []struct {
-		name     string
-		call     func(p *gke.Provider) error
-		wantKind cloud.ErrorKind
-	}{
-		{name: "missing cluster", wantKind: cloud.NotFound, call: func(p *gke.Provider) error {
+	onFake.ExpectRefusals(t, []conformance.Refusal[*gke.Provider]{
+		{Name: "missing cluster", Kind: cloud.NotFound, Call: func(p *gke.Provider) error {
 			other := ref
 			other.Region = "us-central1"
 			_, err := p.DescribeCluster(ctx, other)
 			return err
 		}},
-		{name: "no project", wantKind: cloud.Permanent, call: func(p *gke.Provider) error {
+		{Name: "no project", Kind: cloud.Permanent, Call: func(p *gke.Provider) error {
 			other := ref
 			other.Project = ""
 			_, err := p.ListNodeGroups(ctx, other)
 			return err
 		}},
-		{name: "upgrade of a missing pool", wantKind: cloud.NotFound, call: func(p *gke.Provider) error {
+		{Name: "upgrade of a missing pool", Kind: cloud.NotFound, Call: func(p *gke.Provider) error {
 			_, err := p.StartNodeGroupUpgrade(ctx, ref, "nope", "1.30", "tok")
 			return err
 		}},
-		{name: "create of an existing pool", wantKind: cloud.Permanent, call: func(p *gke.Provider) error {
+		{Name: "create of an existing pool", Kind: cloud.Permanent, Call: func(p *gke.Provider) error {
 			_, err := p.StartCreateNodeGroup(ctx, ref, cloud.NodeGroup{Name: fixture.GroupA, DesiredSize: 1}, "tok")
 			return err
 		}},
-		{name: "two machine types", wantKind: cloud.Permanent, call: func(p *gke.Provider) error {
+		{Name: "two machine types", Kind: cloud.Permanent, Call: func(p *gke.Provider) error {
 			_, err := p.StartCreateNodeGroup(ctx, ref, cloud.NodeGroup{Name: "x", DesiredSize: 1, InstanceTypes: []string{"a", "b"}}, "tok")
 			return err
 		}},
-		{name: "master skipping a minor", wantKind: cloud.Permanent, call: func(p *gke.Provider) error {
+		{Name: "master skipping a minor", Kind: cloud.Permanent, Call: func(p *gke.Provider) error {
 			_, err := p.StartControlPlaneUpgrade(ctx, ref, "1.31", "tok")
 			return err
 		}},
-		{name: "unknown operation", wantKind: cloud.NotFound, call: func(p *gke.Provider) error {
+		{Name: "unknown operation", Kind: cloud.NotFound, Call: func(p *gke.Provider) error {
 			_, err := p.PollOperation(ctx, ref, "operation-1-deadbeef")
 			return err
 		}},
-		{name: "malformed operation id", wantKind: cloud.Permanent, call: func(p *gke.Provider) error {
+		{Name: "malformed operation id", Kind: cloud.Permanent, Call: func(p *gke.Provider) error {
 			_, err := p.PollOperation(ctx, ref, "a/b")
 			return err
 		}},
-		{name: "addons", wantKind: cloud.Unsupported, call: func(p *gke.Provider) error {
+		{Name: "addons", Kind: cloud.Unsupported, Call: func(p *gke.Provider) error {
 			_, err := p.ListAddons(ctx, ref)
 			return err
 		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, p := start(t)
-			err := tc.call(p)
-			NewWithT(t).Expect(cloud.KindOf(err)).To(Equal(tc.wantKind), "%v", err)
-		})
-	}
+	})
 }
 
 func TestPollAcceptsFullOperationNames(t *testing.T) {
 	g := NewWithT(t)
-	_, p := start(t)
+	_, p := onFake.Start(t)
 	id, err := p.StartDeleteNodeGroup(context.Background(), ref, fixture.GroupB, "tok")
 	g.Expect(err).NotTo(HaveOccurred())
 	full := "projects/" + ref.Project + "/locations/" + ref.Region + "/operations/" + id
-	g.Expect(waitDone(t, p, full).State).To(Equal(cloud.OperationSucceeded))
-}
-
-func TestUnreachableEndpointIsRetryable(t *testing.T) {
-	srv, p := start(t)
-	srv.Close()
-	_, err := p.ListNodeGroups(context.Background(), ref)
-	NewWithT(t).Expect(cloud.IsRetryable(err)).To(BeTrue(), "%v", err)
+	g.Expect(onFake.Poll(t, p, full).State).To(Equal(cloud.OperationSucceeded))
 }
 
 func TestNodeGroupEvents(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	srv := gketest.New(t)
-	var events []gketest.NodeGroupEvent
-	srv.OnNodeGroup = func(e gketest.NodeGroupEvent) { events = append(events, e) }
-	seed(srv)
-	p := newProvider(t, srv)
-	g.Expect(events).To(HaveLen(2))
+	srv, p := onFake.Start(t)
+	g.Expect(srv.NodeGroupEvents()).To(HaveLen(2))
 	id, err := p.StartNodeGroupUpgrade(ctx, ref, fixture.GroupA, "1.30", "tok")
 	g.Expect(err).NotTo(HaveOccurred())
-	waitDone(t, p, id)
-	g.Expect(events[2:]).To(Equal([]gketest.NodeGroupEvent{
+	onFake.Poll(t, p, id)
+	g.Expect(srv.NodeGroupEvents()[2:]).To(Equal([]gketest.NodeGroupEvent{
 		{Cluster: ref.Name, Name: fixture.GroupA, LabelValue: fixture.GroupA, Version: "1.30.4-gke.1200", Size: 2, Labels: map[string]string{"role": "a"}},
 	}))
 }

@@ -15,11 +15,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -102,22 +100,38 @@ var faultAnswers = cloudtest.Answers{
 	cloudtest.Permanent:   {Status: http.StatusBadRequest, Code: "InvalidParameter", Message: "injected invalid parameter", ForAction: true},
 }
 
+// wire is how ACK refuses a request and answers an injected fault.
+var wire = &cloudtest.Wire{
+	Checks: []cloudtest.Check{
+		func(r *http.Request, action string) (cloudtest.Answer, bool) {
+			got := r.Header.Get("x-acs-action")
+			return cloudtest.Answer{Status: http.StatusBadRequest, Code: "InvalidAction",
+				Message: fmt.Sprintf("x-acs-action %q / x-acs-version %q do not match %s", got, r.Header.Get("x-acs-version"), action),
+			}, got != action || r.Header.Get("x-acs-version") != "2015-12-15"
+		},
+		cloudtest.Credentials("ACS3-HMAC-SHA256 Credential=",
+			cloudtest.Answer{Status: http.StatusUnauthorized, Code: "InvalidAccessKeyId.NotFound", Message: "Specified access key is not found or invalid."}),
+	},
+	Faults: faultAnswers,
+	// ACK advertises the wait as the TimeLeft (ms) of x-ratelimit-user-api.
+	Throttled: func(h http.Header, wait time.Duration) {
+		if wait > 0 {
+			h.Set("x-ratelimit-user-api", fmt.Sprintf("Limit:10,Remain:0,TimeLeft:%d,Reset:%d", wait.Milliseconds(), time.Now().Unix()+1))
+		}
+	},
+	Error: apiError,
+}
+
 // Server is the fake ACK endpoint.
 type Server struct {
-	// URL is the endpoint, http://127.0.0.1:port.
-	URL string
-	// ThrottleTimeLeftMS, if set, is the TimeLeft of x-ratelimit-user-api
-	// sent with throttling.
-	ThrottleTimeLeftMS int
-	// Fake injects faults (Inject, FailOperations): Throttle answers 429
+	// Fake is the endpoint (URL: http://127.0.0.1:port, Close) and injects
+	// faults (Inject, FailOperations): Throttle answers 429
 	// Throttling.User, with an x-ratelimit-user-api TimeLeft when
-	// Server.ThrottleTimeLeftMS is set; ServerError answers 503
-	// ServiceUnavailable; Permanent answers 400 InvalidParameter. It counts
-	// calls (Calls), reports node groups (OnNodeGroup), and PollsToFinish is
-	// how many DescribeTaskInfo calls finish a task (default 3).
+	// SetRetryAfter set one; ServerError answers 503 ServiceUnavailable;
+	// Permanent answers 400 InvalidParameter. It counts calls (Calls),
+	// reports node groups (OnNodeGroup, NodeGroupEvents), and PollsToFinish
+	// is how many DescribeTaskInfo calls finish a task (default 3).
 	cloudtest.Fake
-
-	srv *httptest.Server
 
 	mu       sync.Mutex
 	clusters map[string]*cluster
@@ -142,23 +156,15 @@ type task struct {
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
-func New(tb testing.TB) *Server {
-	s := NewServer()
-	tb.Cleanup(s.Close)
-	return s
-}
+func New(tb testing.TB) *Server { return cloudtest.CloseAtEnd(tb, NewServer()) }
 
 // NewServer starts a server on 127.0.0.1.
 func NewServer() *Server {
 	s := &Server{clusters: map[string]*cluster{}, tasks: map[string]*task{},
 		versions: append([]string(nil), DefaultVersions...)}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL
+	s.Listen(http.HandlerFunc(s.serve), false)
 	return s
 }
-
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
 
 // AddCluster seeds (or replaces) a cluster.
 func (s *Server) AddCluster(c Cluster) {
@@ -242,18 +248,32 @@ type route struct {
 	h              func(s *Server, w http.ResponseWriter, r *http.Request, m []string)
 }
 
+// inCluster is h on the cluster whose id the request carries (id); when
+// there is none, it answers ErrorClusterNotFound.
+func inCluster(id func(*http.Request, []string) string,
+	h func(*Server, http.ResponseWriter, *http.Request, *cluster, []string)) func(*Server, http.ResponseWriter, *http.Request, []string) {
+	return func(s *Server, w http.ResponseWriter, r *http.Request, m []string) {
+		if c := s.cluster(w, id(r, m)); c != nil {
+			h(s, w, r, c, m)
+		}
+	}
+}
+
+// inPath is the cluster id of a /clusters/{id}/... path.
+func inPath(_ *http.Request, m []string) string { return m[1] }
+
 var routes = []route{
-	{http.MethodGet, DescribeClusterDetail, regexp.MustCompile(`^/clusters/([^/]+)$`), (*Server).describeCluster},
-	{http.MethodPost, UpgradeCluster, regexp.MustCompile(`^/api/v2/clusters/([^/]+)/upgrade$`), (*Server).upgradeCluster},
-	{http.MethodGet, DescribeClusterNodePools, regexp.MustCompile(`^/clusters/([^/]+)/nodepools$`), (*Server).describePools},
-	{http.MethodPost, CreateClusterNodePool, regexp.MustCompile(`^/clusters/([^/]+)/nodepools$`), (*Server).createPool},
-	{http.MethodPost, UpgradeClusterNodepool, regexp.MustCompile(`^/clusters/([^/]+)/nodepools/([^/]+)/upgrade$`), (*Server).upgradePool},
-	{http.MethodDelete, DeleteClusterNodepool, regexp.MustCompile(`^/clusters/([^/]+)/nodepools/([^/]+)$`), (*Server).deletePool},
-	{http.MethodGet, ListClusterAddonInstances, regexp.MustCompile(`^/clusters/([^/]+)/addon_instances$`), (*Server).listAddonInstances},
-	{http.MethodGet, ListAddons, regexp.MustCompile(`^/addons$`), (*Server).listAddons},
-	{http.MethodPost, UpgradeClusterAddons, regexp.MustCompile(`^/clusters/([^/]+)/components/upgrade$`), (*Server).upgradeAddons},
+	{http.MethodGet, DescribeClusterDetail, regexp.MustCompile(`^/clusters/([^/]+)$`), inCluster(inPath, (*Server).describeCluster)},
+	{http.MethodPost, UpgradeCluster, regexp.MustCompile(`^/api/v2/clusters/([^/]+)/upgrade$`), inCluster(inPath, (*Server).upgradeCluster)},
+	{http.MethodGet, DescribeClusterNodePools, regexp.MustCompile(`^/clusters/([^/]+)/nodepools$`), inCluster(inPath, (*Server).describePools)},
+	{http.MethodPost, CreateClusterNodePool, regexp.MustCompile(`^/clusters/([^/]+)/nodepools$`), inCluster(inPath, (*Server).createPool)},
+	{http.MethodPost, UpgradeClusterNodepool, regexp.MustCompile(`^/clusters/([^/]+)/nodepools/([^/]+)/upgrade$`), inCluster(inPath, (*Server).upgradePool)},
+	{http.MethodDelete, DeleteClusterNodepool, regexp.MustCompile(`^/clusters/([^/]+)/nodepools/([^/]+)$`), inCluster(inPath, (*Server).deletePool)},
+	{http.MethodGet, ListClusterAddonInstances, regexp.MustCompile(`^/clusters/([^/]+)/addon_instances$`), inCluster(inPath, (*Server).listAddonInstances)},
+	{http.MethodGet, ListAddons, regexp.MustCompile(`^/addons$`), inCluster(func(r *http.Request, _ []string) string { return r.URL.Query().Get("cluster_id") }, (*Server).listAddons)},
+	{http.MethodPost, UpgradeClusterAddons, regexp.MustCompile(`^/clusters/([^/]+)/components/upgrade$`), inCluster(inPath, (*Server).upgradeAddons)},
 	{http.MethodGet, DescribeTaskInfo, regexp.MustCompile(`^/tasks/([^/]+)$`), (*Server).describeTask},
-	{http.MethodGet, DescribeClusterTasks, regexp.MustCompile(`^/clusters/([^/]+)/tasks$`), (*Server).describeClusterTasks},
+	{http.MethodGet, DescribeClusterTasks, regexp.MustCompile(`^/clusters/([^/]+)/tasks$`), inCluster(inPath, (*Server).describeClusterTasks)},
 	{http.MethodGet, DescribeKubernetesVersionMetadata, regexp.MustCompile(`^/api/v1/metadata/versions$`), (*Server).describeVersions},
 }
 
@@ -265,23 +285,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if m == nil || r.Method != rt.method {
 			continue
 		}
-		s.Called(rt.action)
-		if got := r.Header.Get("x-acs-action"); got != rt.action || r.Header.Get("x-acs-version") != "2015-12-15" {
-			apiError(w, http.StatusBadRequest, "InvalidAction", fmt.Sprintf("x-acs-action %q / x-acs-version %q do not match %s", got, r.Header.Get("x-acs-version"), rt.action))
-			return
-		}
-		if !strings.HasPrefix(r.Header.Get("Authorization"), "ACS3-HMAC-SHA256 Credential=") {
-			apiError(w, http.StatusUnauthorized, "InvalidAccessKeyId.NotFound", "Specified access key is not found or invalid.")
-			return
-		}
-		if kind, a, ok := s.Intercept(rt.action, faultAnswers); ok {
-			if kind == cloudtest.Throttle && s.ThrottleTimeLeftMS > 0 {
-				w.Header().Set("x-ratelimit-user-api", fmt.Sprintf("Limit:10,Remain:0,TimeLeft:%d,Reset:%d", s.ThrottleTimeLeftMS, time.Now().Unix()+1))
-			}
-			apiError(w, a.Status, a.Code, a.Message)
-			return
-		}
-		rt.h(s, w, r, m)
+		s.Handle(w, r, rt.action, wire, func(w http.ResponseWriter, r *http.Request) { rt.h(s, w, r, m) })
 		return
 	}
 	apiError(w, http.StatusNotFound, "InvalidAction.NotFound", "Specified api is not found: "+r.Method+" "+r.URL.Path)
@@ -295,11 +299,7 @@ func (s *Server) cluster(w http.ResponseWriter, id string) *cluster {
 	return c
 }
 
-func (s *Server) describeCluster(w http.ResponseWriter, _ *http.Request, m []string) {
-	c := s.cluster(w, m[1])
-	if c == nil {
-		return
-	}
+func (s *Server) describeCluster(w http.ResponseWriter, _ *http.Request, c *cluster, _ []string) {
 	writeJSON(w, http.StatusOK, &cs.DescribeClusterDetailResponseBody{
 		ClusterId: str(c.id), Name: str(c.name), RegionId: str(c.region), CurrentVersion: str(c.version), InitVersion: str(c.version),
 		State: str(c.state), ClusterType: str("ManagedKubernetes"), Profile: str("Default"), ClusterSpec: str("ack.pro.small"),
@@ -331,11 +331,7 @@ func (s *Server) newTask(c *cluster, taskType, targetType, targetID string, para
 	return id
 }
 
-func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request, m []string) {
-	c := s.cluster(w, m[1])
-	if c == nil {
-		return
-	}
+func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request, c *cluster, _ []string) {
 	var in struct {
 		Version     string `json:"version"`
 		NextVersion string `json:"next_version"`
@@ -369,21 +365,12 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request, m []stri
 	writeJSON(w, http.StatusAccepted, map[string]string{"cluster_id": c.id, "task_id": id, "request_id": requestID()})
 }
 
-func (s *Server) describePools(w http.ResponseWriter, r *http.Request, m []string) {
-	c := s.cluster(w, m[1])
-	if c == nil {
-		return
-	}
+func (s *Server) describePools(w http.ResponseWriter, r *http.Request, c *cluster, _ []string) {
 	name := r.URL.Query().Get("NodepoolName")
-	ids := make([]string, 0, len(c.pools))
-	for id, np := range c.pools {
-		if name == "" || *np.NodepoolInfo.Name == name {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
 	out := &cs.DescribeClusterNodePoolsResponseBody{Nodepools: []*cs.DescribeClusterNodePoolsResponseBodyNodepools{}}
-	for _, id := range ids {
+	for _, id := range cloudtest.SortedKeys(c.pools, func(np *cs.DescribeClusterNodePoolsResponseBodyNodepools) bool {
+		return name == "" || *np.NodepoolInfo.Name == name
+	}) {
 		out.Nodepools = append(out.Nodepools, c.pools[id])
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -397,11 +384,7 @@ func (s *Server) pool(w http.ResponseWriter, c *cluster, id string) *cs.Describe
 	return np
 }
 
-func (s *Server) upgradePool(w http.ResponseWriter, r *http.Request, m []string) {
-	c := s.cluster(w, m[1])
-	if c == nil {
-		return
-	}
+func (s *Server) upgradePool(w http.ResponseWriter, r *http.Request, c *cluster, m []string) {
 	np := s.pool(w, c, m[2])
 	if np == nil {
 		return
@@ -426,11 +409,7 @@ func (s *Server) upgradePool(w http.ResponseWriter, r *http.Request, m []string)
 	writeJSON(w, http.StatusOK, map[string]string{"task_id": id, "RequestId": requestID()})
 }
 
-func (s *Server) createPool(w http.ResponseWriter, r *http.Request, m []string) {
-	c := s.cluster(w, m[1])
-	if c == nil {
-		return
-	}
+func (s *Server) createPool(w http.ResponseWriter, r *http.Request, c *cluster, _ []string) {
 	var in cs.CreateClusterNodePoolRequest
 	if !readJSON(w, r, &in) {
 		return
@@ -485,11 +464,7 @@ func (s *Server) createPool(w http.ResponseWriter, r *http.Request, m []string) 
 	writeJSON(w, http.StatusOK, map[string]string{"nodepool_id": id, "task_id": tid, "request_id": requestID()})
 }
 
-func (s *Server) deletePool(w http.ResponseWriter, _ *http.Request, m []string) {
-	c := s.cluster(w, m[1])
-	if c == nil {
-		return
-	}
+func (s *Server) deletePool(w http.ResponseWriter, _ *http.Request, c *cluster, m []string) {
 	np := s.pool(w, c, m[2])
 	if np == nil || s.busy(w, c, m[2]) {
 		return
@@ -506,11 +481,7 @@ func (s *Server) deletePool(w http.ResponseWriter, _ *http.Request, m []string) 
 	writeJSON(w, http.StatusOK, map[string]string{"task_id": id, "request_id": requestID()})
 }
 
-func (s *Server) listAddonInstances(w http.ResponseWriter, _ *http.Request, m []string) {
-	c := s.cluster(w, m[1])
-	if c == nil {
-		return
-	}
+func (s *Server) listAddonInstances(w http.ResponseWriter, _ *http.Request, c *cluster, _ []string) {
 	out := &cs.ListClusterAddonInstancesResponseBody{Addons: []*cs.ListClusterAddonInstancesResponseBodyAddons{}}
 	for _, a := range sortedAddons(c) {
 		out.Addons = append(out.Addons, &cs.ListClusterAddonInstancesResponseBodyAddons{Name: str(a.name), Version: str(a.version), State: str(a.state)})
@@ -518,11 +489,7 @@ func (s *Server) listAddonInstances(w http.ResponseWriter, _ *http.Request, m []
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) listAddons(w http.ResponseWriter, r *http.Request, _ []string) {
-	c := s.cluster(w, r.URL.Query().Get("cluster_id"))
-	if c == nil {
-		return
-	}
+func (s *Server) listAddons(w http.ResponseWriter, _ *http.Request, c *cluster, _ []string) {
 	out := &cs.ListAddonsResponseBody{Addons: []*cs.ListAddonsResponseBodyAddons{}}
 	for _, a := range sortedAddons(c) {
 		out.Addons = append(out.Addons, &cs.ListAddonsResponseBodyAddons{Name: str(a.name), Version: str(cmp.Or(a.latest, a.version)), Category: str("core"), Managed: boolp(false)})
@@ -530,11 +497,7 @@ func (s *Server) listAddons(w http.ResponseWriter, r *http.Request, _ []string) 
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) upgradeAddons(w http.ResponseWriter, r *http.Request, m []string) {
-	c := s.cluster(w, m[1])
-	if c == nil {
-		return
-	}
+func (s *Server) upgradeAddons(w http.ResponseWriter, r *http.Request, c *cluster, _ []string) {
 	var in []*cs.UpgradeClusterAddonsRequestBody
 	if !readJSON(w, r, &in) || s.busy(w, c, c.id) {
 		return
@@ -598,11 +561,7 @@ func (s *Server) describeTask(w http.ResponseWriter, _ *http.Request, m []string
 	writeJSON(w, http.StatusOK, t.info)
 }
 
-func (s *Server) describeClusterTasks(w http.ResponseWriter, r *http.Request, m []string) {
-	c := s.cluster(w, m[1])
-	if c == nil {
-		return
-	}
+func (s *Server) describeClusterTasks(w http.ResponseWriter, r *http.Request, c *cluster, _ []string) {
 	size, _ := strconv.Atoi(r.URL.Query().Get("page_size"))
 	if size <= 0 {
 		size = 10
@@ -692,11 +651,10 @@ func setKubelet(np *cs.DescribeClusterNodePoolsResponseBodyNodepools, v string) 
 }
 
 func sortedAddons(c *cluster) []*addon {
-	out := make([]*addon, 0, len(c.addons))
-	for _, a := range c.addons {
-		out = append(out, a)
+	out := []*addon{}
+	for _, name := range cloudtest.SortedKeys(c.addons, nil) {
+		out = append(out, c.addons[name])
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
 }
 

@@ -19,10 +19,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -87,25 +84,36 @@ var faultAnswers = cloudtest.Answers{
 	cloudtest.Permanent:   {Status: http.StatusBadRequest, Code: "InvalidParameter", Message: "injected invalid parameter", ForAction: true},
 }
 
+// wire is how ARM refuses a request and answers an injected fault.
+var wire = &cloudtest.Wire{
+	Checks: []cloudtest.Check{
+		cloudtest.Credentials("Bearer ",
+			cloudtest.Answer{Status: http.StatusUnauthorized, Code: "AuthenticationFailed", Message: "Authentication failed. The 'Authorization' header is missing."}),
+		func(r *http.Request, _ string) (cloudtest.Answer, bool) {
+			return cloudtest.Answer{Status: http.StatusBadRequest, Code: "MissingApiVersionParameter",
+				Message: "The api-version query parameter (?api-version=) is required for all requests."}, !strings.HasPrefix(r.URL.Query().Get("api-version"), apiVersionPrefix)
+		},
+	},
+	Faults: faultAnswers,
+	// ARM always sends a Retry-After with throttling: 1s unless set.
+	Throttled: func(h http.Header, wait time.Duration) { cloudtest.RetryAfter(h, cmp.Or(wait, time.Second)) },
+	Error:     armError,
+}
+
 // Server is the fake ARM endpoint.
 type Server struct {
-	// URL is the endpoint (https://127.0.0.1:port, or http:// when
-	// started with TLS off).
-	URL string
 	// PageSize bounds list pages (default 1, so nextLink paging runs).
 	PageSize int
-	// ThrottleRetryAfter is the Retry-After sent with throttling
-	// (default "1").
-	ThrottleRetryAfter string
-	// Fake injects faults (Inject, FailOperations): Throttle answers 429
-	// TooManyRequests with Retry-After (ARM sends one); ServerError answers
-	// 503 ServiceUnavailable; Permanent answers 400 InvalidParameter. It
-	// counts calls (Calls), reports node groups (OnNodeGroup), and
-	// PollsToFinish is how many observations (operation-status GETs or GETs
-	// of the target) finish an operation (default 3).
+	// Fake is the endpoint (URL: https://127.0.0.1:port, or http:// when
+	// started with TLS off; Client; Close) and injects faults (Inject,
+	// FailOperations): Throttle answers 429 TooManyRequests with
+	// Retry-After (ARM sends one: SetRetryAfter's, default 1s);
+	// ServerError answers 503 ServiceUnavailable; Permanent answers 400
+	// InvalidParameter. It counts calls (Calls), reports node groups
+	// (OnNodeGroup, NodeGroupEvents), and PollsToFinish is how many
+	// observations (operation-status GETs or GETs of the target) finish an
+	// operation (default 3).
 	cloudtest.Fake
-
-	srv *httptest.Server
 
 	mu       sync.Mutex
 	clusters map[string]*cluster // by lower-cased resource id
@@ -130,29 +138,14 @@ type operation struct {
 }
 
 // New starts a TLS server on 127.0.0.1 and closes it when the test ends.
-func New(tb testing.TB) *Server {
-	s := NewServer(true)
-	tb.Cleanup(s.Close)
-	return s
-}
+func New(tb testing.TB) *Server { return cloudtest.CloseAtEnd(tb, NewServer(true)) }
 
 // NewServer starts a server on 127.0.0.1, with TLS or plain http.
 func NewServer(useTLS bool) *Server {
 	s := &Server{clusters: map[string]*cluster{}, ops: map[string]*operation{}}
-	if useTLS {
-		s.srv = httptest.NewTLSServer(http.HandlerFunc(s.serve))
-	} else {
-		s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	}
-	s.URL = s.srv.URL
+	s.Listen(http.HandlerFunc(s.serve), useTLS)
 	return s
 }
-
-// Client is an HTTP client that trusts the server's certificate.
-func (s *Server) Client() *http.Client { return s.srv.Client() }
-
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
 
 func clusterID(sub, rg, name string) string {
 	return strings.ToLower("/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/Microsoft.ContainerService/managedClusters/" + name)
@@ -259,23 +252,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		armError(w, http.StatusNotFound, "InvalidResourceType", "no route for "+r.Method+" "+r.URL.Path)
 		return
 	}
-	s.Called(action)
-	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
-		armError(w, http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing.")
-		return
-	}
-	if !strings.HasPrefix(r.URL.Query().Get("api-version"), apiVersionPrefix) {
-		armError(w, http.StatusBadRequest, "MissingApiVersionParameter", "The api-version query parameter (?api-version=) is required for all requests.")
-		return
-	}
-	if kind, a, ok := s.Intercept(action, faultAnswers); ok {
-		if kind == cloudtest.Throttle {
-			w.Header().Set("Retry-After", cmp.Or(s.ThrottleRetryAfter, "1"))
-		}
-		armError(w, a.Status, a.Code, a.Message)
-		return
-	}
-	h(w, r)
+	s.Handle(w, r, action, wire, h)
 }
 
 func (s *Server) route(r *http.Request) (string, http.HandlerFunc) {
@@ -290,19 +267,23 @@ func (s *Server) route(r *http.Request) (string, http.HandlerFunc) {
 		return "", nil
 	}
 	id := clusterID(m[1], m[2], m[3])
+	// in is h on the managed cluster id.
+	in := func(h func(w http.ResponseWriter, r *http.Request, c *cluster)) http.HandlerFunc {
+		return cloudtest.InCluster(func(w http.ResponseWriter, _ *http.Request) *cluster { return s.cluster(w, id) }, h)
+	}
 	switch {
 	case m[4] == "" && r.Method == http.MethodGet:
-		return GetManagedCluster, func(w http.ResponseWriter, r *http.Request) { s.getCluster(w, id) }
+		return GetManagedCluster, in(func(w http.ResponseWriter, _ *http.Request, c *cluster) { s.getCluster(w, c, id) })
 	case m[4] == "" && r.Method == http.MethodPut:
-		return PutManagedCluster, func(w http.ResponseWriter, r *http.Request) { s.putCluster(w, r, id) }
+		return PutManagedCluster, in(func(w http.ResponseWriter, r *http.Request, c *cluster) { s.putCluster(w, r, c, id) })
 	case m[5] == "" && r.Method == http.MethodGet:
-		return ListAgentPools, func(w http.ResponseWriter, r *http.Request) { s.listPools(w, r, id) }
+		return ListAgentPools, in(s.listPools)
 	case m[5] != "" && r.Method == http.MethodGet:
-		return GetAgentPool, func(w http.ResponseWriter, r *http.Request) { s.getPool(w, id, m[5]) }
+		return GetAgentPool, in(func(w http.ResponseWriter, _ *http.Request, c *cluster) { s.getPool(w, c, id, m[5]) })
 	case m[5] != "" && r.Method == http.MethodPut:
-		return PutAgentPool, func(w http.ResponseWriter, r *http.Request) { s.putPool(w, r, id, m[5]) }
+		return PutAgentPool, in(func(w http.ResponseWriter, r *http.Request, c *cluster) { s.putPool(w, r, c, id, m[5]) })
 	case m[5] != "" && r.Method == http.MethodDelete:
-		return DeleteAgentPool, func(w http.ResponseWriter, r *http.Request) { s.deletePool(w, r, id, m[5]) }
+		return DeleteAgentPool, in(func(w http.ResponseWriter, r *http.Request, c *cluster) { s.deletePool(w, r, c, id, m[5]) })
 	}
 	return "", nil
 }
@@ -367,20 +348,12 @@ func (s *Server) lroHeaders(w http.ResponseWriter, c *cluster, o *operation, loc
 	}
 }
 
-func (s *Server) getCluster(w http.ResponseWriter, id string) {
-	c := s.cluster(w, id)
-	if c == nil {
-		return
-	}
+func (s *Server) getCluster(w http.ResponseWriter, c *cluster, id string) {
 	s.observe(id)
 	writeJSON(w, http.StatusOK, c.mc)
 }
 
-func (s *Server) putCluster(w http.ResponseWriter, r *http.Request, id string) {
-	c := s.cluster(w, id)
-	if c == nil {
-		return
-	}
+func (s *Server) putCluster(w http.ResponseWriter, r *http.Request, c *cluster, id string) {
 	var in armcontainerservice.ManagedCluster
 	if !readJSON(w, r, &in) || !ifMatch(w, r, c.mc.ETag) {
 		return
@@ -424,48 +397,26 @@ func (s *Server) putCluster(w http.ResponseWriter, r *http.Request, id string) {
 	writeJSON(w, http.StatusOK, c.mc)
 }
 
-func (s *Server) listPools(w http.ResponseWriter, r *http.Request, id string) {
-	c := s.cluster(w, id)
-	if c == nil {
+func (s *Server) listPools(w http.ResponseWriter, r *http.Request, c *cluster) {
+	names, next, ok := cloudtest.Page(cloudtest.SortedKeys(c.pools, nil), r.URL.Query().Get("$skipToken"), "", s.PageSize)
+	if !ok {
+		armError(w, http.StatusBadRequest, "InvalidSkipToken", "invalid $skipToken")
 		return
 	}
-	names := make([]string, 0, len(c.pools))
-	for n := range c.pools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	start := 0
-	if tok := r.URL.Query().Get("$skipToken"); tok != "" {
-		n, err := strconv.Atoi(tok)
-		if err != nil || n < 0 || n > len(names) {
-			armError(w, http.StatusBadRequest, "InvalidSkipToken", "invalid $skipToken")
-			return
-		}
-		start = n
-	}
-	size := s.PageSize
-	if size <= 0 {
-		size = 1
-	}
-	end := min(start+size, len(names))
 	page := struct {
 		Value    []*armcontainerservice.AgentPool `json:"value"`
 		NextLink *string                          `json:"nextLink,omitempty"`
 	}{Value: []*armcontainerservice.AgentPool{}}
-	for _, n := range names[start:end] {
+	for _, n := range names {
 		page.Value = append(page.Value, c.pools[n])
 	}
-	if end < len(names) {
-		page.NextLink = to(s.URL + r.URL.Path + "?api-version=" + r.URL.Query().Get("api-version") + "&$skipToken=" + strconv.Itoa(end))
+	if next != "" {
+		page.NextLink = to(s.URL + r.URL.Path + "?api-version=" + r.URL.Query().Get("api-version") + "&$skipToken=" + next)
 	}
 	writeJSON(w, http.StatusOK, page)
 }
 
-func (s *Server) getPool(w http.ResponseWriter, id, name string) {
-	c := s.cluster(w, id)
-	if c == nil {
-		return
-	}
+func (s *Server) getPool(w http.ResponseWriter, c *cluster, id, name string) {
 	target := id + "/agentpools/" + strings.ToLower(name)
 	s.observe(target)
 	ap := c.pools[strings.ToLower(name)]
@@ -478,11 +429,7 @@ func (s *Server) getPool(w http.ResponseWriter, id, name string) {
 
 var poolName = regexp.MustCompile(`^[a-z][a-z0-9]{0,11}$`)
 
-func (s *Server) putPool(w http.ResponseWriter, r *http.Request, id, name string) {
-	c := s.cluster(w, id)
-	if c == nil {
-		return
-	}
+func (s *Server) putPool(w http.ResponseWriter, r *http.Request, c *cluster, id, name string) {
 	var in armcontainerservice.AgentPool
 	if !readJSON(w, r, &in) {
 		return
@@ -578,11 +525,7 @@ func (s *Server) putPool(w http.ResponseWriter, r *http.Request, id, name string
 	writeJSON(w, http.StatusOK, existing)
 }
 
-func (s *Server) deletePool(w http.ResponseWriter, r *http.Request, id, name string) {
-	c := s.cluster(w, id)
-	if c == nil {
-		return
-	}
+func (s *Server) deletePool(w http.ResponseWriter, r *http.Request, c *cluster, id, name string) {
 	key := strings.ToLower(name)
 	target := id + "/agentpools/" + key
 	ap := c.pools[key]

@@ -13,9 +13,7 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,24 +97,26 @@ var faultAnswers = cloudtest.Answers{
 	cloudtest.Permanent:   {Status: http.StatusBadRequest, Code: "InvalidParameterException", Message: "injected invalid parameter", ForAction: true},
 }
 
+// wire is how EKS refuses a request and answers an injected fault.
+var wire = &cloudtest.Wire{
+	Checks: []cloudtest.Check{cloudtest.Credentials("AWS4-HMAC-SHA256 Credential=",
+		cloudtest.Answer{Status: http.StatusForbidden, Code: "MissingAuthenticationTokenException", Message: "Missing Authentication Token"})},
+	Faults: faultAnswers,
+	Error:  apiError,
+}
+
 // Server is the fake EKS endpoint.
 type Server struct {
-	// URL is the endpoint, http://127.0.0.1:port.
-	URL string
 	// PageSize bounds list pages (default 1, so pagination always runs).
 	PageSize int
-	// ThrottleRetryAfter, if set, is sent as Retry-After with throttling.
-	ThrottleRetryAfter string
-	// Fake injects faults (Inject, FailOperations): Throttle answers 429
-	// ThrottlingException (with Retry-After when Server.ThrottleRetryAfter
-	// is set; EKS itself sends none); ServerError answers 500
-	// ServerException; Permanent answers 400 InvalidParameterException. It
-	// counts calls (Calls), reports node groups (OnNodeGroup), and
-	// PollsToFinish is how many reads of a running operation finish it
-	// (default 3).
+	// Fake is the endpoint (URL, Close) and injects faults (Inject,
+	// FailOperations): Throttle answers 429 ThrottlingException (with
+	// Retry-After when SetRetryAfter set one; EKS itself sends none);
+	// ServerError answers 500 ServerException; Permanent answers 400
+	// InvalidParameterException. It counts calls (Calls), reports node
+	// groups (OnNodeGroup, NodeGroupEvents), and PollsToFinish is how many
+	// reads of a running operation finish it (default 3).
 	cloudtest.Fake
-
-	srv *httptest.Server
 
 	mu       sync.Mutex
 	clusters map[string]*cluster
@@ -154,11 +154,7 @@ type update struct {
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
-func New(tb testing.TB) *Server {
-	s := NewServer()
-	tb.Cleanup(s.Close)
-	return s
-}
+func New(tb testing.TB) *Server { return cloudtest.CloseAtEnd(tb, NewServer()) }
 
 // NewServer starts a server on 127.0.0.1.
 func NewServer() *Server {
@@ -167,8 +163,9 @@ func NewServer() *Server {
 		now:      time.Now,
 	}
 	mux := http.NewServeMux()
-	route := func(pattern, action string, h func(w http.ResponseWriter, r *http.Request)) {
-		mux.HandleFunc(pattern, s.wrap(action, h))
+	// route serves a request of the cluster {name}.
+	route := func(pattern, action string, h func(http.ResponseWriter, *http.Request, *cluster)) {
+		mux.HandleFunc(pattern, s.wrap(action, cloudtest.InCluster(s.cluster, h)))
 	}
 	route("GET /clusters/{name}", DescribeCluster, s.describeCluster)
 	route("POST /clusters/{name}/updates", UpdateClusterVersion, s.updateClusterVersion)
@@ -181,17 +178,13 @@ func NewServer() *Server {
 	route("GET /clusters/{name}/addons", ListAddons, s.listAddons)
 	route("GET /clusters/{name}/addons/{addon}", DescribeAddon, s.describeAddon)
 	route("POST /clusters/{name}/addons/{addon}/update", UpdateAddon, s.updateAddon)
-	route("GET /addons/supported-versions", DescribeAddonVersions, s.describeAddonVersions)
+	mux.HandleFunc("GET /addons/supported-versions", s.wrap(DescribeAddonVersions, s.describeAddonVersions))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "UnknownOperationException", "no such operation: "+r.Method+" "+r.URL.Path)
 	})
-	s.srv = httptest.NewServer(mux) // binds 127.0.0.1
-	s.URL = s.srv.URL
+	s.Listen(mux, false)
 	return s
 }
-
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
 
 // AddCluster seeds (or replaces) a cluster.
 func (s *Server) AddCluster(c Cluster) {
@@ -272,25 +265,13 @@ func (s *Server) NodeGroup(clusterName, name string) (NodeGroup, bool) {
 	return g, true
 }
 
-// wrap counts the call, checks the SigV4 Authorization header, applies
-// an injected fault, then serves the request under the lock.
-func (s *Server) wrap(action string, h func(http.ResponseWriter, *http.Request)) http.HandlerFunc {
+// wrap serves a request of action under the lock (Fake.Handle: the SigV4
+// Authorization header is checked, an injected fault answered).
+func (s *Server) wrap(action string, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.Called(action)
-		if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=") {
-			apiError(w, http.StatusForbidden, "MissingAuthenticationTokenException", "Missing Authentication Token")
-			return
-		}
-		if kind, a, ok := s.Intercept(action, faultAnswers); ok {
-			if kind == cloudtest.Throttle && s.ThrottleRetryAfter != "" {
-				w.Header().Set("Retry-After", s.ThrottleRetryAfter)
-			}
-			apiError(w, a.Status, a.Code, a.Message)
-			return
-		}
-		h(w, r)
+		s.Handle(w, r, action, wire, h)
 	}
 }
 
@@ -319,11 +300,7 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) *cluster {
 	return c
 }
 
-func (s *Server) describeCluster(w http.ResponseWriter, r *http.Request) {
-	c := s.cluster(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) describeCluster(w http.ResponseWriter, r *http.Request, c *cluster) {
 	writeJSON(w, http.StatusOK, map[string]any{"cluster": map[string]any{
 		"name": c.name, "arn": "arn:aws:eks:" + c.region + ":000000000000:cluster/" + c.name,
 		"version": c.version, "status": c.status, "platformVersion": "eks.1", "createdAt": epoch(s.now()),
@@ -342,19 +319,28 @@ func (s *Server) newUpdate(c *cluster, typ, targetKind, target, version string, 
 	return u
 }
 
-// byToken answers a repeated request carrying a known ClientRequestToken.
-func byToken(c *cluster, key string) *update {
-	if id, ok := c.tokens[key]; ok {
-		return c.updates[id]
+// replayed answers a request repeating a known ClientRequestToken (key:
+// action|target|token) with the update it started, as EKS does, and
+// reports whether it did.
+func replayed(w http.ResponseWriter, c *cluster, key, token string) bool {
+	id, ok := c.tokens[key]
+	if token == "" || !ok {
+		return false
 	}
-	return nil
+	writeJSON(w, http.StatusOK, map[string]any{"update": c.updates[id].wire})
+	return true
 }
 
-func (s *Server) updateClusterVersion(w http.ResponseWriter, r *http.Request) {
-	c := s.cluster(w, r)
-	if c == nil {
-		return
+// started answers update u, remembering its ClientRequestToken (key:
+// action|target|token) for replayed.
+func started(w http.ResponseWriter, c *cluster, key, token string, u *update) {
+	if token != "" {
+		c.tokens[key] = u.wire.ID
 	}
+	writeJSON(w, http.StatusOK, map[string]any{"update": u.wire})
+}
+
+func (s *Server) updateClusterVersion(w http.ResponseWriter, r *http.Request, c *cluster) {
 	var in struct {
 		Version            string `json:"version"`
 		ClientRequestToken string `json:"clientRequestToken"`
@@ -363,8 +349,7 @@ func (s *Server) updateClusterVersion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := UpdateClusterVersion + "|" + c.name + "|" + in.ClientRequestToken
-	if u := byToken(c, key); in.ClientRequestToken != "" && u != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"update": u.wire})
+	if replayed(w, c, key, in.ClientRequestToken) {
 		return
 	}
 	if inProgress(c, "", "") != nil {
@@ -378,10 +363,7 @@ func (s *Server) updateClusterVersion(w http.ResponseWriter, r *http.Request) {
 	}
 	u := s.newUpdate(c, "VersionUpdate", "", "", in.Version, []wireParam{{Type: "Version", Value: in.Version}, {Type: "PlatformVersion", Value: "eks.1"}})
 	c.status = "UPDATING"
-	if in.ClientRequestToken != "" {
-		c.tokens[key] = u.wire.ID
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"update": u.wire})
+	started(w, c, key, in.ClientRequestToken, u)
 }
 
 func inProgress(c *cluster, kind, target string) *update {
@@ -393,11 +375,7 @@ func inProgress(c *cluster, kind, target string) *update {
 	return nil
 }
 
-func (s *Server) describeUpdate(w http.ResponseWriter, r *http.Request) {
-	c := s.cluster(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) describeUpdate(w http.ResponseWriter, r *http.Request, c *cluster) {
 	id := r.PathValue("id")
 	u := c.updates[id]
 	q := r.URL.Query()
@@ -453,48 +431,37 @@ func (s *Server) finishUpdate(c *cluster, u *update) {
 	}
 }
 
-func (s *Server) listNodegroups(w http.ResponseWriter, r *http.Request) {
-	c := s.cluster(w, r)
-	if c == nil {
-		return
-	}
-	names := make([]string, 0, len(c.groups))
-	for n := range c.groups {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+func (s *Server) listNodegroups(w http.ResponseWriter, r *http.Request, c *cluster) {
+	s.listNames(w, r, "nodegroups", cloudtest.SortedKeys(c.groups, nil))
+}
+
+// listNames answers a page of names as member, with EKS's nextToken.
+func (s *Server) listNames(w http.ResponseWriter, r *http.Request, member string, names []string) {
 	page, next, ok := s.page(w, r, names)
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"nodegroups": page, "nextToken": next})
+	writeJSON(w, http.StatusOK, map[string]any{member: page, "nextToken": next})
 }
 
+// page cuts the page of all that EKS's maxResults and nextToken ("page-"
+// and an offset) ask for (cloudtest.Page).
 func (s *Server) page(w http.ResponseWriter, r *http.Request, all []string) ([]string, *string, bool) {
-	size := s.PageSize
-	if size <= 0 {
-		size = 1
-	}
+	size := max(s.PageSize, 1)
 	if v := r.URL.Query().Get("maxResults"); v != "" {
 		if n, err := strconv.Atoi(v); err == nil && n > 0 && n < size {
 			size = n
 		}
 	}
-	start := 0
-	if tok := r.URL.Query().Get("nextToken"); tok != "" {
-		n, err := strconv.Atoi(strings.TrimPrefix(tok, "page-"))
-		if err != nil || n < 0 || n > len(all) {
-			apiError(w, http.StatusBadRequest, "InvalidParameterException", "The nextToken is invalid")
-			return nil, nil, false
-		}
-		start = n
+	page, next, ok := cloudtest.Page(all, r.URL.Query().Get("nextToken"), "page-", size)
+	if !ok {
+		apiError(w, http.StatusBadRequest, "InvalidParameterException", "The nextToken is invalid")
+		return nil, nil, false
 	}
-	end := start + size
-	if end >= len(all) {
-		return all[start:], nil, true
+	if next == "" {
+		return page, nil, true
 	}
-	tok := fmt.Sprintf("page-%d", end)
-	return all[start:end], &tok, true
+	return page, &next, true
 }
 
 func (s *Server) group(w http.ResponseWriter, r *http.Request, c *cluster) *nodegroup {
@@ -506,11 +473,15 @@ func (s *Server) group(w http.ResponseWriter, r *http.Request, c *cluster) *node
 	return g
 }
 
-func (s *Server) describeNodegroup(w http.ResponseWriter, r *http.Request) {
-	c := s.cluster(w, r)
-	if c == nil {
-		return
+func (s *Server) addon(w http.ResponseWriter, r *http.Request, c *cluster) *addon {
+	a := c.addons[r.PathValue("addon")]
+	if a == nil {
+		apiError(w, http.StatusNotFound, "ResourceNotFoundException", fmt.Sprintf("No addon: %s found in cluster: %s", r.PathValue("addon"), c.name))
 	}
+	return a
+}
+
+func (s *Server) describeNodegroup(w http.ResponseWriter, r *http.Request, c *cluster) {
 	g := s.group(w, r, c)
 	if g == nil {
 		return
@@ -542,11 +513,7 @@ func (s *Server) describeNodegroup(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"nodegroup": g.wire})
 }
 
-func (s *Server) createNodegroup(w http.ResponseWriter, r *http.Request) {
-	c := s.cluster(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) createNodegroup(w http.ResponseWriter, r *http.Request, c *cluster) {
 	var in wireCreateNodegroup
 	if !readJSON(w, r, &in) {
 		return
@@ -605,11 +572,7 @@ func (s *Server) createNodegroup(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"nodegroup": g.wire})
 }
 
-func (s *Server) deleteNodegroup(w http.ResponseWriter, r *http.Request) {
-	c := s.cluster(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) deleteNodegroup(w http.ResponseWriter, r *http.Request, c *cluster) {
 	g := s.group(w, r, c)
 	if g == nil {
 		return
@@ -625,11 +588,7 @@ func (s *Server) deleteNodegroup(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"nodegroup": g.wire})
 }
 
-func (s *Server) updateNodegroupVersion(w http.ResponseWriter, r *http.Request) {
-	c := s.cluster(w, r)
-	if c == nil {
-		return
-	}
+func (s *Server) updateNodegroupVersion(w http.ResponseWriter, r *http.Request, c *cluster) {
 	g := s.group(w, r, c)
 	if g == nil {
 		return
@@ -644,8 +603,7 @@ func (s *Server) updateNodegroupVersion(w http.ResponseWriter, r *http.Request) 
 	}
 	name := g.wire.NodegroupName
 	key := UpdateNodegroupVersion + "|" + name + "|" + in.ClientRequestToken
-	if u := byToken(c, key); in.ClientRequestToken != "" && u != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"update": u.wire})
+	if replayed(w, c, key, in.ClientRequestToken) {
 		return
 	}
 	if g.wire.Status != "ACTIVE" {
@@ -658,37 +616,16 @@ func (s *Server) updateNodegroupVersion(w http.ResponseWriter, r *http.Request) 
 	}
 	u := s.newUpdate(c, "VersionUpdate", "nodegroup", name, version, []wireParam{{Type: "Version", Value: version}, {Type: "ReleaseVersion", Value: version + ".20260101"}})
 	g.wire.Status = "UPDATING"
-	if in.ClientRequestToken != "" {
-		c.tokens[key] = u.wire.ID
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"update": u.wire})
+	started(w, c, key, in.ClientRequestToken, u)
 }
 
-func (s *Server) listAddons(w http.ResponseWriter, r *http.Request) {
-	c := s.cluster(w, r)
-	if c == nil {
-		return
-	}
-	names := make([]string, 0, len(c.addons))
-	for n := range c.addons {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	page, next, ok := s.page(w, r, names)
-	if !ok {
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"addons": page, "nextToken": next})
+func (s *Server) listAddons(w http.ResponseWriter, r *http.Request, c *cluster) {
+	s.listNames(w, r, "addons", cloudtest.SortedKeys(c.addons, nil))
 }
 
-func (s *Server) describeAddon(w http.ResponseWriter, r *http.Request) {
-	c := s.cluster(w, r)
-	if c == nil {
-		return
-	}
-	a := c.addons[r.PathValue("addon")]
+func (s *Server) describeAddon(w http.ResponseWriter, r *http.Request, c *cluster) {
+	a := s.addon(w, r, c)
 	if a == nil {
-		apiError(w, http.StatusNotFound, "ResourceNotFoundException", fmt.Sprintf("No addon: %s found in cluster: %s", r.PathValue("addon"), c.name))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"addon": map[string]any{
@@ -697,14 +634,9 @@ func (s *Server) describeAddon(w http.ResponseWriter, r *http.Request) {
 	}})
 }
 
-func (s *Server) updateAddon(w http.ResponseWriter, r *http.Request) {
-	c := s.cluster(w, r)
-	if c == nil {
-		return
-	}
-	a := c.addons[r.PathValue("addon")]
+func (s *Server) updateAddon(w http.ResponseWriter, r *http.Request, c *cluster) {
+	a := s.addon(w, r, c)
 	if a == nil {
-		apiError(w, http.StatusNotFound, "ResourceNotFoundException", fmt.Sprintf("No addon: %s found in cluster: %s", r.PathValue("addon"), c.name))
 		return
 	}
 	var in struct {
@@ -716,8 +648,7 @@ func (s *Server) updateAddon(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := UpdateAddon + "|" + a.name + "|" + in.ClientRequestToken
-	if u := byToken(c, key); in.ClientRequestToken != "" && u != nil {
-		writeJSON(w, http.StatusOK, map[string]any{"update": u.wire})
+	if replayed(w, c, key, in.ClientRequestToken) {
 		return
 	}
 	switch in.ResolveConflicts {
@@ -740,10 +671,7 @@ func (s *Server) updateAddon(w http.ResponseWriter, r *http.Request) {
 	}
 	u := s.newUpdate(c, "AddonUpdate", "addon", a.name, in.AddonVersion, params)
 	a.status = "UPDATING"
-	if in.ClientRequestToken != "" {
-		c.tokens[key] = u.wire.ID
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"update": u.wire})
+	started(w, c, key, in.ClientRequestToken, u)
 }
 
 func (s *Server) describeAddonVersions(w http.ResponseWriter, r *http.Request) {
@@ -762,12 +690,7 @@ func (s *Server) describeAddonVersions(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	page, next, ok := s.page(w, r, names)
+	page, next, ok := s.page(w, r, cloudtest.SortedKeys(seen, nil))
 	if !ok {
 		return
 	}

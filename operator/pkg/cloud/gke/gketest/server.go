@@ -12,8 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -78,21 +76,24 @@ var faultAnswers = cloudtest.Answers{
 	cloudtest.Permanent:   {Status: http.StatusBadRequest, Code: "INVALID_ARGUMENT", Message: "injected invalid argument", ForAction: true},
 }
 
+// wire is how GKE refuses a request and answers an injected fault.
+var wire = &cloudtest.Wire{
+	Checks: []cloudtest.Check{cloudtest.Credentials("Bearer ",
+		cloudtest.Answer{Status: http.StatusUnauthorized, Code: "UNAUTHENTICATED", Message: "Request is missing required authentication credential."})},
+	Faults: faultAnswers,
+	Error:  apiError,
+}
+
 // Server is the fake GKE endpoint.
 type Server struct {
-	// URL is the endpoint, http://127.0.0.1:port/.
-	URL string
-	// ThrottleRetryAfter, if set, is sent as Retry-After with throttling.
-	ThrottleRetryAfter string
-	// Fake injects faults (Inject, FailOperations): Throttle answers 429
-	// RESOURCE_EXHAUSTED (with Retry-After when Server.ThrottleRetryAfter is
-	// set); ServerError answers 503 UNAVAILABLE; Permanent answers 400
+	// Fake is the endpoint (URL: http://127.0.0.1:port/, Close) and
+	// injects faults (Inject, FailOperations): Throttle answers 429
+	// RESOURCE_EXHAUSTED (with Retry-After when SetRetryAfter set one);
+	// ServerError answers 503 UNAVAILABLE; Permanent answers 400
 	// INVALID_ARGUMENT. It counts calls (Calls), reports node groups
-	// (OnNodeGroup), and PollsToFinish is how many operations.get calls
-	// finish an operation (default 3).
+	// (OnNodeGroup, NodeGroupEvents), and PollsToFinish is how many
+	// operations.get calls finish an operation (default 3).
 	cloudtest.Fake
-
-	srv *httptest.Server
 
 	mu       sync.Mutex
 	clusters map[string]*cluster // by resource name
@@ -115,22 +116,15 @@ type operation struct {
 }
 
 // New starts a server on 127.0.0.1 and closes it when the test ends.
-func New(tb testing.TB) *Server {
-	s := NewServer()
-	tb.Cleanup(s.Close)
-	return s
-}
+func New(tb testing.TB) *Server { return cloudtest.CloseAtEnd(tb, NewServer()) }
 
 // NewServer starts a server on 127.0.0.1.
 func NewServer() *Server {
 	s := &Server{clusters: map[string]*cluster{}, ops: map[string]*operation{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL + "/"
+	s.Listen(http.HandlerFunc(s.serve), false)
+	s.URL += "/"
 	return s
 }
-
-// Close stops the server.
-func (s *Server) Close() { s.srv.Close() }
 
 // AddCluster seeds (or replaces) a cluster.
 func (s *Server) AddCluster(c Cluster) {
@@ -185,23 +179,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, "NOT_FOUND", "no such method: "+r.Method+" "+r.URL.Path)
 		return
 	}
-	s.Called(action)
-	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
-		apiError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request is missing required authentication credential.")
-		return
-	}
-	if kind, a, ok := s.Intercept(action, faultAnswers); ok {
-		if kind == cloudtest.Throttle && s.ThrottleRetryAfter != "" {
-			w.Header().Set("Retry-After", s.ThrottleRetryAfter)
-		}
-		apiError(w, a.Status, a.Code, a.Message)
-		return
-	}
-	h(w, r)
+	s.Handle(w, r, action, wire, h)
 }
 
 // route maps a method and resource path to an action and its handler.
-func (s *Server) route(method, path string) (string, func(http.ResponseWriter, *http.Request)) {
+func (s *Server) route(method, path string) (string, http.HandlerFunc) {
 	parts := strings.Split(path, "/")
 	if len(parts) < 4 || parts[0] != "projects" || parts[2] != "locations" {
 		return "", nil
@@ -219,24 +201,28 @@ func (s *Server) route(method, path string) (string, func(http.ResponseWriter, *
 	}
 	name, verb, _ := strings.Cut(rest[1], ":")
 	clusterName := parent + "/clusters/" + name
+	// in is h on the cluster clusterName.
+	in := func(h func(w http.ResponseWriter, r *http.Request, c *cluster)) http.HandlerFunc {
+		return cloudtest.InCluster(func(w http.ResponseWriter, _ *http.Request) *cluster { return s.cluster(w, clusterName) }, h)
+	}
 	switch {
 	case len(rest) == 2 && verb == "" && method == http.MethodGet:
-		return GetCluster, func(w http.ResponseWriter, r *http.Request) { s.getCluster(w, clusterName) }
+		return GetCluster, in(func(w http.ResponseWriter, _ *http.Request, c *cluster) { writeJSON(w, http.StatusOK, c.c) })
 	case len(rest) == 2 && verb == "updateMaster" && method == http.MethodPost:
-		return UpdateMaster, func(w http.ResponseWriter, r *http.Request) { s.updateMaster(w, r, clusterName) }
+		return UpdateMaster, in(func(w http.ResponseWriter, r *http.Request, c *cluster) { s.updateMaster(w, r, c, clusterName) })
 	case len(rest) == 3 && verb == "" && rest[2] == "nodePools" && method == http.MethodGet:
-		return ListNodePools, func(w http.ResponseWriter, r *http.Request) { s.listNodePools(w, clusterName) }
+		return ListNodePools, in(func(w http.ResponseWriter, _ *http.Request, c *cluster) { s.listNodePools(w, c) })
 	case len(rest) == 3 && verb == "" && rest[2] == "nodePools" && method == http.MethodPost:
-		return CreateNodePool, func(w http.ResponseWriter, r *http.Request) { s.createNodePool(w, r, clusterName) }
+		return CreateNodePool, in(func(w http.ResponseWriter, r *http.Request, c *cluster) { s.createNodePool(w, r, c, clusterName) })
 	case len(rest) == 4 && verb == "" && rest[2] == "nodePools":
 		pool := rest[3]
 		switch method {
 		case http.MethodGet:
-			return GetNodePool, func(w http.ResponseWriter, r *http.Request) { s.getNodePool(w, clusterName, pool) }
+			return GetNodePool, in(func(w http.ResponseWriter, _ *http.Request, c *cluster) { s.getNodePool(w, c, clusterName, pool) })
 		case http.MethodPut:
-			return UpdateNodePool, func(w http.ResponseWriter, r *http.Request) { s.updateNodePool(w, r, clusterName, pool) }
+			return UpdateNodePool, in(func(w http.ResponseWriter, r *http.Request, c *cluster) { s.updateNodePool(w, r, c, clusterName, pool) })
 		case http.MethodDelete:
-			return DeleteNodePool, func(w http.ResponseWriter, r *http.Request) { s.deleteNodePool(w, clusterName, pool) }
+			return DeleteNodePool, in(func(w http.ResponseWriter, _ *http.Request, c *cluster) { s.deleteNodePool(w, c, clusterName, pool) })
 		}
 	}
 	return "", nil
@@ -256,12 +242,6 @@ func (s *Server) pool(w http.ResponseWriter, c *cluster, clusterName, name strin
 		apiError(w, http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("Not found: %s/nodePools/%s.", clusterName, name))
 	}
 	return np
-}
-
-func (s *Server) getCluster(w http.ResponseWriter, name string) {
-	if c := s.cluster(w, name); c != nil {
-		writeJSON(w, http.StatusOK, c.c)
-	}
 }
 
 // busy answers FAILED_PRECONDITION when an operation holds the target (or
@@ -296,11 +276,7 @@ func (s *Server) newOperation(parent, opType, target string, finish func(failed 
 	return op
 }
 
-func (s *Server) updateMaster(w http.ResponseWriter, r *http.Request, clusterName string) {
-	c := s.cluster(w, clusterName)
-	if c == nil {
-		return
-	}
+func (s *Server) updateMaster(w http.ResponseWriter, r *http.Request, c *cluster, clusterName string) {
 	var in container.UpdateMasterRequest
 	if !readJSON(w, r, &in) {
 		return
@@ -325,38 +301,21 @@ func (s *Server) updateMaster(w http.ResponseWriter, r *http.Request, clusterNam
 	writeJSON(w, http.StatusOK, op)
 }
 
-func (s *Server) listNodePools(w http.ResponseWriter, clusterName string) {
-	c := s.cluster(w, clusterName)
-	if c == nil {
-		return
-	}
-	names := make([]string, 0, len(c.pools))
-	for n := range c.pools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+func (s *Server) listNodePools(w http.ResponseWriter, c *cluster) {
 	out := &container.ListNodePoolsResponse{}
-	for _, n := range names {
+	for _, n := range cloudtest.SortedKeys(c.pools, nil) {
 		out.NodePools = append(out.NodePools, c.pools[n])
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) getNodePool(w http.ResponseWriter, clusterName, name string) {
-	c := s.cluster(w, clusterName)
-	if c == nil {
-		return
-	}
+func (s *Server) getNodePool(w http.ResponseWriter, c *cluster, clusterName, name string) {
 	if np := s.pool(w, c, clusterName, name); np != nil {
 		writeJSON(w, http.StatusOK, np)
 	}
 }
 
-func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, clusterName, name string) {
-	c := s.cluster(w, clusterName)
-	if c == nil {
-		return
-	}
+func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, c *cluster, clusterName, name string) {
 	np := s.pool(w, c, clusterName, name)
 	if np == nil {
 		return
@@ -391,11 +350,7 @@ func (s *Server) updateNodePool(w http.ResponseWriter, r *http.Request, clusterN
 	writeJSON(w, http.StatusOK, op)
 }
 
-func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, clusterName string) {
-	c := s.cluster(w, clusterName)
-	if c == nil {
-		return
-	}
+func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, c *cluster, clusterName string) {
 	var in container.CreateNodePoolRequest
 	if !readJSON(w, r, &in) {
 		return
@@ -447,11 +402,7 @@ func (s *Server) createNodePool(w http.ResponseWriter, r *http.Request, clusterN
 	writeJSON(w, http.StatusOK, op)
 }
 
-func (s *Server) deleteNodePool(w http.ResponseWriter, clusterName, name string) {
-	c := s.cluster(w, clusterName)
-	if c == nil {
-		return
-	}
+func (s *Server) deleteNodePool(w http.ResponseWriter, c *cluster, clusterName, name string) {
 	np := s.pool(w, c, clusterName, name)
 	if np == nil {
 		return
@@ -495,14 +446,7 @@ func (s *Server) getOperation(w http.ResponseWriter, name string) {
 
 func (s *Server) listOperations(w http.ResponseWriter, parent string) {
 	out := &container.ListOperationsResponse{}
-	names := make([]string, 0, len(s.ops))
-	for n, o := range s.ops {
-		if o.parent == parent {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range cloudtest.SortedKeys(s.ops, func(o *operation) bool { return o.parent == parent }) {
 		out.Operations = append(out.Operations, s.ops[n].op)
 	}
 	writeJSON(w, http.StatusOK, out)
