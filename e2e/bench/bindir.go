@@ -54,14 +54,17 @@ func hasFlag(bin, flag string) bool {
 }
 
 // apiserverExtraArgs are the flags the benchmark adds to ops-apiserver's:
-// its per-caller rate limit off, because every request of the benchmark
-// comes from one caller (the limit protects the server from one client;
-// the benchmark measures what the server can serve). Only flags this
-// build of ops-apiserver knows are added.
+// its per-caller and per-client-address rate limits off, because every
+// request of the benchmark comes from one caller on one address (the
+// limits protect the server from one client; the benchmark measures what
+// the server can serve). Only flags this build of ops-apiserver knows are
+// added.
 func apiserverExtraArgs(bin string) []string {
 	var out []string
-	if hasFlag(bin, "--rate-limit-qps") {
-		out = append(out, "--rate-limit-qps=0")
+	for _, flag := range []string{"--rate-limit-qps", "--client-rate-limit-qps"} {
+		if hasFlag(bin, flag) {
+			out = append(out, flag+"=0")
+		}
 	}
 	return out
 }

@@ -51,12 +51,18 @@ func (e *env) operatorPhase(ctx context.Context, res *Results) error {
 	if err := e.waitReleasesGone(ctx, cfg.RunningTimeout, ""); err != nil {
 		return err
 	}
-	if ok, err := poll(ctx, time.Second, 2*time.Minute, func() (bool, error) {
+	var left []string
+	if ok, err := poll(ctx, time.Second, 5*time.Minute, func() (bool, error) {
 		var pods corev1.PodList
 		err := e.kube.List(ctx, &pods, client.MatchingLabels{"app.kubernetes.io/name": "vmstorage"})
+		left = left[:0]
+		for _, p := range pods.Items {
+			left = append(left, fmt.Sprintf("%s/%s (deleting: %t, finalizers %v, owners %d)",
+				p.Namespace, p.Name, p.DeletionTimestamp != nil, p.Finalizers, len(p.OwnerReferences)))
+		}
 		return err == nil && len(pods.Items) == 0, err
 	}); err != nil || !ok {
-		return fmt.Errorf("vmstorage Pods left after two minutes (%v)", err)
+		return fmt.Errorf("%d vmstorage Pods left after five minutes (%v): %s", len(left), err, strings.Join(left[:min(len(left), 5)], ", "))
 	}
 	if e.st.Flux != nil {
 		e.logf("Stopping Flux")

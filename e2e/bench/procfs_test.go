@@ -93,3 +93,21 @@ func TestWrapBinDir(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(fi.Mode().Perm() & 0o100).NotTo(BeZero())
 }
+
+// TestAPIServerExtraArgs: both of ops-apiserver's rate limits are turned
+// off when the build knows them (a limit of 50 per client address made
+// every concurrent create of the benchmark a 429), and nothing it does not
+// know is passed.
+func TestAPIServerExtraArgs(t *testing.T) {
+	g := NewWithT(t)
+	bin := filepath.Join(t.TempDir(), "ops-apiserver")
+	help := func(text string) {
+		g.Expect(os.WriteFile(bin, []byte("#!/bin/sh\ncat <<'EOF'\n"+text+"\nEOF\n"), 0o755)).To(Succeed())
+	}
+	help("      --client-rate-limit-qps float   per address\n      --rate-limit-qps float   per caller")
+	g.Expect(apiserverExtraArgs(bin)).To(Equal([]string{"--rate-limit-qps=0", "--client-rate-limit-qps=0"}))
+	help("      --client-rate-limit-qps float   per address")
+	g.Expect(apiserverExtraArgs(bin)).To(Equal([]string{"--client-rate-limit-qps=0"}))
+	help("      --listen-address string")
+	g.Expect(apiserverExtraArgs(bin)).To(BeEmpty())
+}

@@ -50,7 +50,6 @@ func (e *env) readPhase(ctx context.Context, res *Results) error {
 	cuoPath := fmt.Sprintf("/apis/%s/namespaces/%s/clusterupgradeoperations", opsv1.GroupVersion, ns)
 	managed := url.QueryEscape(labelManagedBy + "=ops-server")
 	randomVM := func() int { return rand.IntN(len(e.vmIDs)) }
-	randomCluster := func() string { return upgradeCluster(rand.IntN(cfg.UpgradeClusters), cfg.UpgradeClusters) }
 
 	rows := []struct {
 		name, opsReq, kubeReq string
@@ -79,14 +78,16 @@ func (e *env) readPhase(ctx context.Context, res *Results) error {
 			},
 		},
 		{
-			name:    "list the upgrade operations of a cluster",
-			opsReq:  "GET " + upgradesPath + "?k8sClusterName={cluster}",
-			kubeReq: "GET " + cuoPath + "?labelSelector=" + labelCluster + "%3D{cluster}&limit=50",
+			// One operation per cluster (a cluster has at most one
+			// active), so the page is of all of them.
+			name:    "list upgrade operations, page of 50",
+			opsReq:  "GET " + upgradesPath + "?pageSize=50",
+			kubeReq: "GET " + cuoPath + "?limit=50",
 			ops: func(ctx context.Context, _, _ int) (int, error) {
-				return e.ops.get(ctx, upgradesPath+"?k8sClusterName="+randomCluster())
+				return e.ops.get(ctx, upgradesPath+"?pageSize=50")
 			},
 			kube: func(ctx context.Context, _, _ int) (int, error) {
-				return e.kubeAPI.get(ctx, cuoPath+"?labelSelector="+url.QueryEscape(labelCluster+"="+randomCluster())+"&limit=50")
+				return e.kubeAPI.get(ctx, cuoPath+"?limit=50")
 			},
 		},
 	}
@@ -126,13 +127,8 @@ func (e *env) waitCached(ctx context.Context) error {
 		if vms, err = e.countVMClusters(ctx, ""); err != nil {
 			return false, err
 		}
-		ups = 0
-		for c := range cfg.UpgradeClusters {
-			n, err := e.countUpgrades(ctx, upgradeCluster(c, cfg.UpgradeClusters))
-			if err != nil {
-				return false, err
-			}
-			ups += n
+		if ups, err = e.countUpgrades(ctx, ""); err != nil {
+			return false, err
 		}
 		return vms == cfg.VMClusters && ups == cfg.Upgrades, nil
 	})
@@ -208,7 +204,11 @@ func (e *env) countUpgrades(ctx context.Context, cluster string) (int, error) {
 	token := ""
 	for {
 		path := upgradesPath + "?k8sClusterName=" + url.QueryEscape(cluster)
-		code, body, err := read(e.opsAPI.UpgradeOperationsList(ctx, &opsclient.UpgradeOperationsListParams{PageSize: opsclient.Opt(1000), K8sClusterName: opsclient.Opt(cluster), PageToken: opsclient.Opt(token)}))
+		params := &opsclient.UpgradeOperationsListParams{PageSize: opsclient.Opt(1000), PageToken: opsclient.Opt(token)}
+		if cluster != "" {
+			params.K8sClusterName = opsclient.Opt(cluster)
+		}
+		code, body, err := read(e.opsAPI.UpgradeOperationsList(ctx, params))
 		if err != nil {
 			return 0, err
 		}

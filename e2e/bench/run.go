@@ -54,7 +54,7 @@ type Config struct {
 // DefaultConfig is the run of `make bench`: the sizes of issue #12.
 func DefaultConfig() Config {
 	return Config{
-		VMClusters: 1000, Upgrades: 1000, UpgradeClusters: 20, Clients: 32,
+		VMClusters: 1000, Upgrades: 1000, UpgradeClusters: 1000, Clients: 32,
 		Duration: 10 * time.Second, Warmup: time.Second, WriteSerial: 50,
 		RunningN: 100, RunningTimeout: 5 * time.Minute,
 		OperatorOps: 200, OperatorNodes: 1, OperatorTimeout: 4 * time.Minute,
@@ -66,6 +66,11 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.VMClusters < 1 || c.Upgrades < 1 || c.UpgradeClusters < 1 || c.Clients < 1 {
 		errs = append(errs, errors.New("vmclusters, upgrades, upgrade-clusters and clients must be at least 1"))
+	}
+	if c.UpgradeClusters < c.Upgrades {
+		// A cluster has at most one active upgrade operation: the API
+		// answers a second one 409.
+		errs = append(errs, errors.New("upgrade-clusters must be at least upgrades (one active operation per cluster)"))
 	}
 	if c.Duration <= 0 || c.Warmup < 0 {
 		errs = append(errs, errors.New("duration must be positive and warmup not negative"))

@@ -30,7 +30,7 @@ var vmValues = map[string]any{
 
 func vmName(i int) string { return fmt.Sprintf("bench-vm-%04d", i) }
 
-func upgradeCluster(i, clusters int) string { return fmt.Sprintf("bench-cluster-%02d", i%clusters) }
+func upgradeCluster(i, clusters int) string { return fmt.Sprintf("bench-cluster-%03d", i%clusters) }
 
 // upgradeBody is a blue-green upgrade without a vmstorage rollout, as a
 // user POSTs it.
