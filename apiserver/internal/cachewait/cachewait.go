@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/lookup"
 )
 
 // DefaultTimeout bounds a wait whose timeout is not set.
@@ -30,16 +32,12 @@ const Interval = 20 * time.Millisecond
 // P is a pointer to an object type, inferred from done:
 //
 //	cachewait.For(ctx, cache, key, timeout, func(b *opsv1.ClusterBackup) bool { return b != nil })
-func For[T any, P interface {
-	*T
-	client.Object
-}](ctx context.Context, reader client.Reader, key client.ObjectKey, timeout time.Duration, done func(P) bool) {
+func For[T any, P lookup.Object[T]](ctx context.Context, reader client.Reader, key client.ObjectKey, timeout time.Duration, done func(P) bool) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	err := wait.PollUntilContextTimeout(ctx, Interval, timeout, true, func(ctx context.Context) (bool, error) {
-		obj := P(new(T))
-		err := reader.Get(ctx, key, obj)
+		obj, err := lookup.Get[T, P](ctx, reader, key)
 		if apierrors.IsNotFound(err) {
 			return done(nil), nil
 		}

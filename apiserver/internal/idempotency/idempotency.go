@@ -16,14 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
+	"github.com/tidbcloud/ops-server/apiserver/internal/lookup"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 )
-
-// Object is a pointer to an object type T.
-type Object[T any] interface {
-	*T
-	client.Object
-}
 
 // Name is the name of the object created for key: prefix and 16 hex
 // digits of the key's SHA-256, a DNS label for a short prefix. The same
@@ -69,7 +64,7 @@ func Reused(key, request, object string) func(existing client.Object) error {
 // returned instead (replayed true); anything else is conflict(existing).
 // Every other error, the existing object's read included (a 404 when it
 // was deleted in between), is mapped by apierror.FromKubernetes.
-func Create[T any, P Object[T]](ctx context.Context, writer client.Client, obj P, key string,
+func Create[T any, P lookup.Object[T]](ctx context.Context, writer client.Client, obj P, key string,
 	same func(existing P) bool, conflict func(existing client.Object) error) (result P, replayed bool, err error) {
 	err = writer.Create(ctx, obj)
 	switch {
@@ -78,7 +73,7 @@ func Create[T any, P Object[T]](ctx context.Context, writer client.Client, obj P
 	case !apierrors.IsAlreadyExists(err):
 		return nil, false, apierror.FromKubernetes(err)
 	}
-	existing, err := get(ctx, writer, obj)
+	existing, err := lookup.Get[T, P](ctx, writer, client.ObjectKeyFromObject(obj))
 	if err != nil {
 		return nil, false, apierror.FromKubernetes(err)
 	}
@@ -94,9 +89,9 @@ func Create[T any, P Object[T]](ctx context.Context, writer client.Client, obj P
 // which same holds is returned (found true); any other is
 // conflict(existing) (found true). An error of the read is mapped by
 // apierror.FromKubernetes.
-func Replay[T any, P Object[T]](ctx context.Context, reader client.Reader, obj P, key string,
+func Replay[T any, P lookup.Object[T]](ctx context.Context, reader client.Reader, obj P, key string,
 	same func(existing P) bool, conflict func(existing client.Object) error) (existing P, found bool, err error) {
-	existing, err = get(ctx, reader, obj)
+	existing, err = lookup.Get[T, P](ctx, reader, client.ObjectKeyFromObject(obj))
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, false, nil
@@ -107,14 +102,6 @@ func Replay[T any, P Object[T]](ctx context.Context, reader client.Reader, obj P
 		return nil, true, err
 	}
 	return existing, true, nil
-}
-
-func get[T any, P Object[T]](ctx context.Context, reader client.Reader, obj P) (P, error) {
-	existing := P(new(T))
-	if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
-		return nil, err
-	}
-	return existing, nil
 }
 
 func check[P client.Object](existing P, key string, same func(P) bool, conflict func(client.Object) error) error {

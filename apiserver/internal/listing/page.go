@@ -49,11 +49,10 @@ func Page[T any](items []T, cmp func(a, b T) int, after func(T) bool, size int) 
 // from ("": the first page, after is nil). from need not be an item's: a
 // page token whose item was deleted meanwhile still lands in place.
 func ByName[T any](name func(T) string, from string) (cmp func(a, b T) int, after func(T) bool) {
-	cmp = func(a, b T) int { return strings.Compare(name(a), name(b)) }
-	if from != "" {
-		after = func(it T) bool { return name(it) > from }
+	if from == "" {
+		return By(name, strings.Compare, nil)
 	}
-	return cmp, after
+	return By(name, strings.Compare, &from)
 }
 
 // Key is where a Kubernetes object sits in a list newest first: its
@@ -79,12 +78,7 @@ func (k Key) Compare(o Key) int {
 // starts after the key from (nil: the first page, after is nil), which
 // need not be an item's.
 func NewestFirst[T any](key func(T) Key, from *Key) (cmp func(a, b T) int, after func(T) bool) {
-	cmp = func(a, b T) int { return key(a).Compare(key(b)) }
-	if from != nil {
-		f := *from
-		after = func(it T) bool { return f.Compare(key(it)) < 0 }
-	}
-	return cmp, after
+	return By(key, Key.Compare, from)
 }
 
 // By returns Page's cmp and after for a list in another order of its

@@ -14,10 +14,22 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 )
 
-// Object is a pointer to an object type T.
+// Object is a pointer to an object type T (*opsv1.ClusterBackup for
+// opsv1.ClusterBackup): what Get, Find and their users in other packages
+// (idempotency, cachewait) take to read an object of a type they are
+// given.
 type Object[T any] interface {
 	*T
 	client.Object
+}
+
+// Get reads the object key from reader into a new T.
+func Get[T any, P Object[T]](ctx context.Context, reader client.Reader, key client.ObjectKey) (P, error) {
+	obj := P(new(T))
+	if err := reader.Get(ctx, key, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
 }
 
 // Find returns the object id names: the object of namespace named id,
@@ -31,8 +43,7 @@ func Find[T any, P Object[T]](ctx context.Context, reader client.Reader, namespa
 	if id == "" || len(id) > validation.DNS1123SubdomainMaxLength {
 		return nil, missing
 	}
-	obj := P(new(T))
-	err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: id}, obj)
+	obj, err := Get[T, P](ctx, reader, types.NamespacedName{Namespace: namespace, Name: id})
 	switch {
 	case err == nil:
 		if !carries(obj.GetLabels(), selector) {
