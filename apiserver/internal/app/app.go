@@ -56,6 +56,7 @@ import (
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/providers"
+	"github.com/tidbcloud/ops-server/operator/pkg/loopback"
 )
 
 // Options configure New.
@@ -78,7 +79,10 @@ type App struct {
 
 	repoListener net.Listener
 	repoServer   *http.Server
-	repoURL      string
+	// pprofServer serves /debug/pprof/ on pprofListener (--pprof-bind-address).
+	pprofServer   *http.Server
+	pprofListener net.Listener
+	repoURL       string
 
 	events  record.EventBroadcaster
 	apis    []server.API
@@ -336,6 +340,19 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		}
 	}
 	a.http = server.NewHTTPServer(a.echo, a.log.WithName("http"))
+	if cfg.PprofAddress != "" {
+		if !loopback.IsAddress(cfg.PprofAddress) {
+			// Validate says so too; this keeps a hand-built configuration
+			// from getting past it.
+			a.close()
+			return nil, fmt.Errorf("--pprof-bind-address must be a loopback host:port, not %q", cfg.PprofAddress)
+		}
+		if a.pprofListener, err = net.Listen("tcp", cfg.PprofAddress); err != nil {
+			a.close()
+			return nil, fmt.Errorf("listening on %s (--pprof-bind-address): %w", cfg.PprofAddress, err)
+		}
+		a.pprofServer = server.NewPprofServer()
+	}
 	return a, nil
 }
 
@@ -343,7 +360,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 // of every route (docs/auth.md).
 func (a *App) newGuard(restCfg *rest.Config, scheme *runtime.Scheme) (*auth.Guard, error) {
 	c := a.cfg.Auth
-	if c.InsecureDisableAuth && !config.IsLoopbackAddress(a.cfg.ListenAddress) {
+	if c.InsecureDisableAuth && !loopback.IsAddress(a.cfg.ListenAddress) {
 		// Validate says so too; this keeps a hand-built configuration from
 		// getting past it.
 		return nil, fmt.Errorf("--insecure-disable-auth needs a loopback --listen-address, not %q", a.cfg.ListenAddress)
@@ -497,6 +514,9 @@ func (a *App) close() {
 	if a.repoListener != nil {
 		_ = a.repoListener.Close()
 	}
+	if a.pprofListener != nil {
+		_ = a.pprofListener.Close()
+	}
 }
 
 // Addr is the address the REST API listens on.
@@ -569,6 +589,12 @@ func (a *App) Run(ctx context.Context) error {
 	})
 	if a.repoServer != nil {
 		g.Go(func() error { return server.Serve(gctx, a.repoServer, a.repoListener, timeout) })
+	}
+	if a.pprofServer != nil {
+		g.Go(func() error {
+			a.log.Info("Serving Go profiles", "address", a.pprofListener.Addr().String()+"/debug/pprof/")
+			return server.Serve(gctx, a.pprofServer, a.pprofListener, timeout)
+		})
 	}
 	g.Go(func() error {
 		a.log.Info("Serving the REST API", "address", a.Addr(), "scheme", a.Scheme())

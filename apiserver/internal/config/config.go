@@ -39,6 +39,10 @@ type Config struct {
 
 	// ListenAddress is the host:port of the REST API.
 	ListenAddress string `json:"listenAddress"`
+	// PprofAddress is the host:port of Go's /debug/pprof/ endpoints
+	// (profiling); empty (the default) serves none. Only a loopback
+	// address is accepted: reach it with kubectl port-forward.
+	PprofAddress string `json:"pprofAddress"`
 	// Namespace is where vmclusters (HelmReleases and their sources) live.
 	Namespace string `json:"namespace"`
 	// FieldManager is the field manager of every write to Kubernetes.

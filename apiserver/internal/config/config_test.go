@@ -116,6 +116,8 @@ func TestValidate(t *testing.T) {
 		{"disable auth on a routable address", []string{"--insecure-disable-auth", "--listen-address", "10.1.2.3:8080"}, "needs a loopback listenAddress"},
 		{"disable auth on 0.0.0.0", []string{"--insecure-disable-auth", "--listen-address", "0.0.0.0:8080"}, "needs a loopback listenAddress"},
 		{"disable auth on ::", []string{"--insecure-disable-auth", "--listen-address", "[::]:8080"}, "needs a loopback listenAddress"},
+		{"pprof on every interface", []string{"--pprof-bind-address", ":6060"}, "pprofAddress (--pprof-bind-address) must be a loopback"},
+		{"pprof on a routable address", []string{"--pprof-bind-address", "10.1.2.3:6060"}, "pprofAddress (--pprof-bind-address) must be a loopback"},
 		{"tls cert without key", []string{"--tls-cert-file", "/tls/tls.crt"}, "go together"},
 		{"tls key without cert", []string{"--tls-private-key-file", "/tls/tls.key"}, "go together"},
 		{"empty audience", []string{"--auth-token-audiences", "ops-server,"}, "empty audience"},
@@ -136,6 +138,15 @@ func TestValidate(t *testing.T) {
 			g.Expect(err).To(MatchError(ContainSubstring(tt.want)))
 		})
 	}
+}
+
+func TestPprofOnLoopback(t *testing.T) {
+	cfg, err := config.Load("test", []string{"--pprof-bind-address", "127.0.0.1:6060"})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(cfg.PprofAddress).To(Equal("127.0.0.1:6060"))
+	cfg, err = config.Load("test", nil)
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	NewWithT(t).Expect(cfg.PprofAddress).To(BeEmpty(), "profiling is off by default")
 }
 
 func TestDisableAuthOnLoopbackOnly(t *testing.T) {

@@ -6,6 +6,7 @@ import "github.com/spf13/pflag"
 func (c *Config) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ConfigFile, "config", c.ConfigFile, "Optional YAML configuration file; flags given on the command line override it.")
 	fs.StringVar(&c.ListenAddress, "listen-address", c.ListenAddress, "host:port of the REST API.")
+	fs.StringVar(&c.PprofAddress, "pprof-bind-address", c.PprofAddress, "Loopback host:port of Go's /debug/pprof/ profiling endpoints (e.g. 127.0.0.1:6060, reached with kubectl port-forward); empty: none.")
 	fs.StringVar(&c.Namespace, "namespace", c.Namespace, "Namespace of the vmclusters (Flux HelmReleases and their sources).")
 	fs.StringVar(&c.FieldManager, "field-manager", c.FieldManager, "Field manager of every write to Kubernetes.")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", c.Kubeconfig, "Path of a kubeconfig; empty means $KUBECONFIG, then in-cluster.")

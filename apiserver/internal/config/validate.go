@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
+	"github.com/tidbcloud/ops-server/operator/pkg/loopback"
 )
 
 // chartNameRE is Helm's rule for chart names.
@@ -113,29 +114,18 @@ func (c *Config) Validate() error {
 			add("auth.tokenAudiences must not contain an empty audience")
 		}
 	}
-	if c.Auth.InsecureDisableAuth && !IsLoopbackAddress(c.ListenAddress) {
+	if c.Auth.InsecureDisableAuth && !loopback.IsAddress(c.ListenAddress) {
 		add("auth.insecureDisableAuth (--insecure-disable-auth) needs a loopback listenAddress (127.0.0.0/8, [::1] or localhost), not %q: "+
 			"it would serve every route to anyone who can reach the address", c.ListenAddress)
+	}
+	if c.PprofAddress != "" && !loopback.IsAddress(c.PprofAddress) {
+		add("pprofAddress (--pprof-bind-address) must be a loopback host:port (127.0.0.0/8, [::1] or localhost), not %q: "+
+			"profiles are served without authentication", c.PprofAddress)
 	}
 	if c.TLS.Enabled() && (c.TLS.CertFile == "" || c.TLS.PrivateKeyFile == "") {
 		add("tls.certFile (--tls-cert-file) and tls.privateKeyFile (--tls-private-key-file) go together")
 	}
 	return errors.Join(errs...)
-}
-
-// IsLoopbackAddress reports whether the host of a host:port is a loopback
-// address: an IP in 127.0.0.0/8, ::1, or localhost. An empty host (every
-// interface) is not.
-func IsLoopbackAddress(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func (c ChartConfig) validate() []error {

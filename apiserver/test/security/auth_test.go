@@ -503,3 +503,32 @@ func (ca *authTestCA) issue(t *testing.T, certFile, keyFile string) *big.Int {
 	}
 	return serial
 }
+
+// Profiles (--pprof-bind-address) are served without authentication, so
+// only on their own loopback listener: never on the REST API's, and an
+// address off loopback is refused by Validate and by the assembly.
+func TestProfilesOnlyOnTheirOwnLoopbackListener(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.NewNamespace(t)
+	for _, addr := range []string{":0", "0.0.0.0:0", nonLoopbackAddr(t) + ":0"} {
+		cfg := authConfig(t, ns)
+		cfg.PprofAddress = addr
+		g.Expect(cfg.Validate()).To(MatchError(ContainSubstring("loopback")), addr)
+		a, err := app.New(context.Background(), app.Options{Config: cfg, RESTConfig: env.Config, Logger: funcr.New(func(string, string) {}, funcr.Options{})})
+		g.Expect(err).To(MatchError(ContainSubstring("loopback")), addr)
+		g.Expect(a).To(BeNil())
+	}
+	port, err := testenv.FreePort()
+	g.Expect(err).NotTo(HaveOccurred())
+	pprofAddr := fmt.Sprintf("127.0.0.1:%d", port)
+	s := startAuth(t, func(c *config.Config) { c.PprofAddress = pprofAddr }, nil)
+	resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/cmdline")
+	g.Expect(err).NotTo(HaveOccurred())
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	g.Expect(string(body)).NotTo(BeEmpty())
+	// The REST listener has no such route, with or without a token.
+	code, _, _ := s.call(http.MethodGet, "/debug/pprof/cmdline", "")
+	g.Expect(code).To(Or(Equal(http.StatusNotFound), Equal(http.StatusUnauthorized)))
+}

@@ -36,13 +36,16 @@ import (
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/mock"
 	"github.com/tidbcloud/ops-server/operator/pkg/cloud/providers"
+	"github.com/tidbcloud/ops-server/operator/pkg/loopback"
 	"github.com/tidbcloud/ops-server/operator/pkg/maintenancewindows"
 )
 
 // Options are the operator's settings, bound to flags by BindFlags.
 type Options struct {
-	MetricsAddr      string
-	HealthAddr       string
+	MetricsAddr string
+	HealthAddr  string
+	// PprofAddr serves Go's /debug/pprof/ (loopback only); empty: off.
+	PprofAddr        string
 	LeaderElection   bool
 	LeaderElectionID string
 	LeaderElectionNS string
@@ -139,6 +142,7 @@ func DefaultOptions() Options {
 // BindFlags binds the options to a flag set.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the Prometheus metrics endpoint (0 disables it).")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Loopback host:port of Go's /debug/pprof/ profiling endpoints (reached with kubectl port-forward); empty: none.")
 	fs.StringVar(&o.HealthAddr, "health-probe-bind-address", o.HealthAddr, "Address of the /healthz and /readyz probes.")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect a leader so that only one replica reconciles.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
@@ -219,6 +223,9 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 		return nil, fmt.Errorf("--backup-fs-roots: %w", err)
 	}
 	o.Backup.FSRoots = roots
+	if o.PprofAddr != "" && !loopback.IsAddress(o.PprofAddr) {
+		return nil, fmt.Errorf("--pprof-bind-address must be a loopback host:port (127.0.0.0/8, [::1] or localhost), not %q: profiles are served without authentication", o.PprofAddr)
+	}
 	if o.LeaderElection && (o.LeaseDuration <= o.RenewDeadline || o.RenewDeadline <= o.RetryPeriod || o.RetryPeriod <= 0) {
 		return nil, fmt.Errorf("leader election: --leader-election-lease-duration (%s) must be longer than --leader-election-renew-deadline (%s), and that longer than --leader-election-retry-period (%s) > 0",
 			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
@@ -237,6 +244,7 @@ func New(cfg *rest.Config, o Options, registry *cloud.Registry) (ctrl.Manager, e
 		Scheme:                        Scheme(),
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.HealthAddr,
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNS,

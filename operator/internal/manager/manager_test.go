@@ -96,3 +96,18 @@ func TestNewBackupRunner(t *testing.T) {
 		})
 	}
 }
+
+// TestPprofOnLoopbackOnly: profiles are served without authentication, so
+// --pprof-bind-address is off by default and refused off loopback.
+func TestPprofOnLoopbackOnly(t *testing.T) {
+	g := NewWithT(t)
+	o := DefaultOptions()
+	g.Expect(o.PprofAddr).To(BeEmpty(), "profiling is off by default")
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	g.Expect(fs.Parse([]string{"--pprof-bind-address=:6060"})).To(Succeed())
+	o.MetricsAddr, o.HealthAddr = "0", "0"
+	o.SkipControllerNameValidation = true
+	_, err := New(&rest.Config{Host: "http://127.0.0.1:1"}, o, nil)
+	g.Expect(err).To(MatchError(ContainSubstring(`--pprof-bind-address must be a loopback host:port (127.0.0.0/8, [::1] or localhost), not ":6060"`)))
+}
