@@ -13,7 +13,9 @@ import (
 const (
 	// uidIndex finds an operation by the id the API returns (its UID).
 	uidIndex = "metadata.uid"
-	// clusterIndex finds the operations of one Kubernetes cluster.
+	// clusterIndex finds the operations of one Kubernetes cluster: a
+	// cache index, and the CRD's selectable field of the same path that
+	// the API server filters on (the lock's reads, lock.go).
 	clusterIndex = "spec.k8sClusterName"
 )
 

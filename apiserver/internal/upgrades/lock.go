@@ -204,10 +204,13 @@ func (s *Service) checkHolder(ctx context.Context, key string, lease *coordinati
 }
 
 // activeOf returns the oldest non-terminal operation of obj's cluster in
-// the namespace other than obj, read from the API server.
+// the namespace other than obj, read from the API server: only the
+// operations of clusters of that name, selected by the API server
+// (spec.k8sClusterName is a selectable field of the CRD), so the cost of a
+// create does not grow with the operations of other clusters.
 func (s *Service) activeOf(ctx context.Context, obj *opsv1.ClusterUpgradeOperation) (*opsv1.ClusterUpgradeOperation, error) {
 	list := &opsv1.ClusterUpgradeOperationList{}
-	if err := s.Writer.List(ctx, list, client.InNamespace(s.Namespace)); err != nil {
+	if err := s.Writer.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingFields{clusterIndex: obj.Spec.K8sClusterName}); err != nil {
 		return nil, apierror.FromKubernetes(err)
 	}
 	key := clusterKey(obj)

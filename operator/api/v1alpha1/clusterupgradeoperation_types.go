@@ -828,6 +828,7 @@ func (s *ClusterUpgradeOperationStatus) Step(id string) *UpgradeStep {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:selectablefield:JSONPath=`.spec.k8sClusterName`
 type ClusterUpgradeOperation struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
