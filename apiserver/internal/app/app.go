@@ -40,6 +40,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/components"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/docspage"
+	"github.com/tidbcloud/ops-server/apiserver/internal/objindex"
 	"github.com/tidbcloud/ops-server/apiserver/internal/openapi"
 	providersapi "github.com/tidbcloud/ops-server/apiserver/internal/providers"
 	"github.com/tidbcloud/ops-server/apiserver/internal/restores"
@@ -216,6 +217,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	up := &upgrades.Service{Reader: a.cache, Live: kube, Indexed: true, Writer: kube, Namespace: cfg.Upgrades.Namespace, Providers: registry, Caller: auth.CallerName}
+	if up.Index, err = objindex.New[*opsv1.ClusterUpgradeOperation](ctx, a.cache, cfg.Upgrades.Namespace); err != nil {
+		return nil, fmt.Errorf("indexing ClusterUpgradeOperations: %w", err)
+	}
+	up.Views = objindex.NewMemo[upgrades.Operation](up.Index)
 	wc := cfg.Watch
 	a.watches = watch.NewBroker(watch.Options{
 		Heartbeat: wc.Heartbeat.Duration, MaxDuration: wc.MaxDuration.Duration,
@@ -254,6 +259,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Work: &vmclusters.KubeWork{Reader: a.cache,
 			BackupNamespaces: []string{cfg.Namespace, cfg.Backups.Namespace}, UpgradeNamespaces: []string{cfg.Upgrades.Namespace},
 			OperationNamespaces: []string{cfg.Namespace}},
+		Views:  vmclusters.NewViews(releases),
 		Caller: auth.CallerName,
 	}
 	up.VMClusters = svc

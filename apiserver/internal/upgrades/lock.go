@@ -27,7 +27,9 @@ package upgrades
 //     and starts over, where it finds the winner's claim.
 //  4. Holding the lock, check the operations of the cluster in the
 //     namespace (created with kubectl or GitOps, which take no lock): a
-//     non-terminal one is a 409 naming it, and the lock is released.
+//     non-terminal one is a 409 naming it, and the lock is released. They
+//     are read from the informer cache, each active one confirmed with a
+//     read from the API server (see activeOf).
 //  5. Create the operation, then confirm the claim (set renewTime) with
 //     another optimistic update. A conflict there means our claim was
 //     taken over as dead, which only happens when the create took longer
@@ -189,7 +191,7 @@ func (s *Service) checkHolder(ctx context.Context, key string, lease *coordinati
 	}
 	switch {
 	case err == nil:
-		if held.Status.Phase.IsTerminal() || held.DeletionTimestamp != nil {
+		if !isActive(held) {
 			return nil
 		}
 		return activeError(key, held, holder)
@@ -204,28 +206,53 @@ func (s *Service) checkHolder(ctx context.Context, key string, lease *coordinati
 }
 
 // activeOf returns the oldest non-terminal operation of obj's cluster in
-// the namespace other than obj, read from the API server: only the
-// operations of clusters of that name, selected by the API server
-// (spec.k8sClusterName is a selectable field of the CRD), so the cost of a
-// create does not grow with the operations of other clusters.
+// the namespace other than obj. The operations of the cluster's name come
+// from Reader (the informer cache, through its spec.k8sClusterName index;
+// a plain client filters on the CRD's selectable field of that path), so a
+// create costs no list of the namespace: a consistent list from the API
+// server waits for its watch cache to catch up, up to ~100 ms. Each one
+// the cache shows active is read again from the API server, so one that
+// has just finished does not refuse the request. An operation applied
+// outside the API an instant before, that this replica's cache has not
+// seen yet, is not found here: ops-operator's exclusion holds the later
+// one Pending (see the file comment).
 func (s *Service) activeOf(ctx context.Context, obj *opsv1.ClusterUpgradeOperation) (*opsv1.ClusterUpgradeOperation, error) {
+	reader := s.Reader
+	if reader == nil {
+		reader = s.Writer
+	}
 	list := &opsv1.ClusterUpgradeOperationList{}
-	if err := s.Writer.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingFields{clusterIndex: obj.Spec.K8sClusterName}); err != nil {
+	if err := reader.List(ctx, list, client.InNamespace(s.Namespace), client.MatchingFields{clusterIndex: obj.Spec.K8sClusterName}); err != nil {
 		return nil, apierror.FromKubernetes(err)
 	}
 	key := clusterKey(obj)
 	var active *opsv1.ClusterUpgradeOperation
 	for i := range list.Items {
 		o := &list.Items[i]
-		if o.Name == obj.Name || clusterKey(o) != key || o.Status.Phase.IsTerminal() || o.DeletionTimestamp != nil {
+		if o.Name == obj.Name || clusterKey(o) != key || !isActive(o) {
 			continue
 		}
 		if active == nil || o.CreationTimestamp.Before(&active.CreationTimestamp) ||
 			o.CreationTimestamp.Equal(&active.CreationTimestamp) && o.Name < active.Name {
-			active = o
+			live := &opsv1.ClusterUpgradeOperation{}
+			err := s.Writer.Get(ctx, client.ObjectKeyFromObject(o), live)
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case err != nil:
+				return nil, apierror.FromKubernetes(err)
+			case isActive(live):
+				active = live
+			}
 		}
 	}
 	return active, nil
+}
+
+// isActive says an operation holds its cluster: not finished, not being
+// deleted.
+func isActive(o *opsv1.ClusterUpgradeOperation) bool {
+	return !o.Status.Phase.IsTerminal() && o.DeletionTimestamp == nil
 }
 
 // confirm marks the claim of a created operation; false when the claim was

@@ -137,3 +137,47 @@ func TestActiveOperationCreatedWithKubectl(t *testing.T) {
 	g.Expect(leases.Items[0].Spec.RenewTime).NotTo(BeNil(), "the claim was confirmed")
 	g.Expect(strings.Count(leases.Items[0].Annotations["ops.observability.tidbcloud.com/cluster"], "/")).To(Equal(2))
 }
+
+// staleReader answers lists with the operations of a moment ago, as an
+// informer cache that has not caught up does.
+type staleReader struct {
+	client.Reader
+	items []opsv1.ClusterUpgradeOperation
+}
+
+func (r staleReader) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	list.(*opsv1.ClusterUpgradeOperationList).Items = r.items
+	return nil
+}
+
+// TestActiveOperationReadFromACache: the lock finds the operations of the
+// cluster through Reader (ops-apiserver's informer cache) and reads each
+// active one again from the API server: one the cache still shows
+// running, though it has finished or is gone, refuses nothing.
+func TestActiveOperationReadFromACache(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t)
+	ops := make([]opsv1.ClusterUpgradeOperation, 2)
+	for i, name := range []string{"a-finished", "b-deleted"} {
+		op := &opsv1.ClusterUpgradeOperation{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       opsv1.ClusterUpgradeOperationSpec{K8sClusterName: "cached", Region: "local", CloudProvider: opsv1.CloudProviderMock, TargetVersion: "1.30"},
+		}
+		g.Expect(env.Client.Create(ctx, op)).To(Succeed())
+		ops[i] = *op
+	}
+	stale := &staleReader{Reader: env.Client, items: ops}
+	a := serveAPI(t, ns, func(s *upgrades.Service) { s.Reader = stale })
+
+	// As the cache shows them: both active, the older one is named.
+	code, body := a.do(http.MethodPost, upgrades.BasePath, clusterRequest("cached"), nil)
+	g.Expect(code).To(Equal(http.StatusConflict), string(body))
+	g.Expect(string(body)).To(ContainSubstring(string(ops[0].UID)))
+
+	// The API server has moved on; the cache has not.
+	setStatus(g, ns, "a-finished", func(st *opsv1.ClusterUpgradeOperationStatus) { st.Phase = opsv1.UpgradePhaseSucceeded })
+	g.Expect(env.Client.Delete(ctx, &ops[1])).To(Succeed())
+	code, body = a.do(http.MethodPost, upgrades.BasePath, clusterRequest("cached"), nil)
+	g.Expect(code).To(Equal(http.StatusAccepted), string(body))
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
+	"github.com/tidbcloud/ops-server/apiserver/internal/objindex"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -46,6 +47,18 @@ type Service struct {
 	// Watch streams the list's changes (?watch=true); nil: a watch is a
 	// 503.
 	Watch *watch.Hub
+	// Index, optional, serves List, Get and find from the informer's own
+	// objects once it has synced (a list copies pointers, not every
+	// cached operation); Views keeps the API view of each of its
+	// operations per version (nil: translated per request).
+	Index *objindex.Index[*opsv1.ClusterUpgradeOperation]
+	Views *objindex.Memo[Operation]
+}
+
+// view is toOperation of o, kept per version when s.Views is set. The
+// result is shared: callers must not modify it.
+func (s *Service) view(o *opsv1.ClusterUpgradeOperation) Operation {
+	return s.Views.Get(o, func() Operation { return toOperation(o) })
 }
 
 // VMClusters resolves a vmcluster id (UID or name) the way the vmclusters
@@ -243,12 +256,20 @@ func (s *Service) Get(ctx context.Context, id string) (Operation, error) {
 	if err != nil {
 		return Operation{}, err
 	}
-	return toOperation(obj), nil
+	return s.view(obj), nil
 }
 
 func (s *Service) find(ctx context.Context, id string) (*opsv1.ClusterUpgradeOperation, error) {
 	if id == "" || len(id) > 253 {
 		return nil, notFound(id)
+	}
+	if s.Index != nil && s.Index.Synced() {
+		if o, ok := s.Index.Get(id); ok {
+			return o.DeepCopy(), nil
+		}
+		if o, ok := s.Index.GetByUID(id); ok {
+			return o.DeepCopy(), nil
+		}
 	}
 	obj := &opsv1.ClusterUpgradeOperation{}
 	err := s.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: id}, obj)
@@ -339,20 +360,13 @@ func decodeCursor(tok string) (cursor, bool) {
 
 // List returns one page, newest first (creation time, then name).
 func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, error) {
-	list := &opsv1.ClusterUpgradeOperationList{}
-	// The cache's own objects, not copies: a list only reads them (filter,
-	// sort, translate the page), and copying every operation of the
-	// namespace on every request was most of a list's cost.
-	opts := []client.ListOption{client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy}
-	if s.Indexed && req.K8sClusterName != "" {
-		opts = append(opts, client.MatchingFields{clusterIndex: req.K8sClusterName})
+	all, err := s.listShared(ctx, req.K8sClusterName)
+	if err != nil {
+		return ListResponse{}, err
 	}
-	if err := s.Reader.List(ctx, list, opts...); err != nil {
-		return ListResponse{}, apierror.FromKubernetes(err)
-	}
-	items := make([]*opsv1.ClusterUpgradeOperation, 0, len(list.Items))
-	for i := range list.Items {
-		if o := &list.Items[i]; matches(o, req) {
+	items := all[:0]
+	for _, o := range all {
+		if matches(o, req) {
 			items = append(items, o)
 		}
 	}
@@ -364,11 +378,34 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 	page, more := listing.Page(items, compare, after, req.PageSize)
 	out := ListResponse{UpgradeOperations: make([]Operation, 0, len(page))}
 	for _, o := range page {
-		out.UpgradeOperations = append(out.UpgradeOperations, toOperation(o))
+		out.UpgradeOperations = append(out.UpgradeOperations, s.view(o))
 	}
 	if more {
 		last := page[len(page)-1]
 		out.NextPageToken = encodeCursor(cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, Cluster: req.K8sClusterName, Status: req.Status})
+	}
+	return out, nil
+}
+
+// listShared returns the operations of the namespace (of one cluster
+// name, if cluster is set, or more), shared with the informer: callers
+// read them and never modify them. Copying every operation of the
+// namespace on every request was most of a list's cost.
+func (s *Service) listShared(ctx context.Context, cluster string) ([]*opsv1.ClusterUpgradeOperation, error) {
+	if s.Index != nil && s.Index.Synced() {
+		return s.Index.List(), nil
+	}
+	list := &opsv1.ClusterUpgradeOperationList{}
+	opts := []client.ListOption{client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy}
+	if s.Indexed && cluster != "" {
+		opts = append(opts, client.MatchingFields{clusterIndex: cluster})
+	}
+	if err := s.Reader.List(ctx, list, opts...); err != nil {
+		return nil, apierror.FromKubernetes(err)
+	}
+	out := make([]*opsv1.ClusterUpgradeOperation, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
 	}
 	return out, nil
 }

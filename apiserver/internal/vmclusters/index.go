@@ -2,89 +2,44 @@ package vmclusters
 
 import (
 	"context"
-	"sync"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/tidbcloud/ops-server/apiserver/internal/objindex"
 )
 
-// ReleaseIndex holds the managed HelmReleases of one namespace by name,
-// kept up to date by the informer's event handlers. It holds the
-// informer's own objects (read only), so a list copies pointers instead
-// of a thousand HelmRelease structs, which the cache's List does even
-// without deep copies.
-type ReleaseIndex struct {
-	namespace string
-	synced    func() bool
-
-	mu     sync.RWMutex
-	byName map[string]*helmv2.HelmRelease
-}
+// ReleaseIndex holds the managed HelmReleases of one namespace (the
+// informer's own objects, read only), by name and UID.
+type ReleaseIndex = objindex.Index[*helmv2.HelmRelease]
 
 // NewReleaseIndex registers the index's handlers on the HelmRelease
 // informer (before or after the cache starts).
 func NewReleaseIndex(ctx context.Context, c cache.Cache, namespace string) (*ReleaseIndex, error) {
-	inf, err := c.GetInformer(ctx, &helmv2.HelmRelease{})
-	if err != nil {
-		return nil, err
-	}
-	x := &ReleaseIndex{namespace: namespace, byName: map[string]*helmv2.HelmRelease{}}
-	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    x.set,
-		UpdateFunc: func(_, obj any) { x.set(obj) },
-		DeleteFunc: x.delete,
-	})
-	if err != nil {
-		return nil, err
-	}
-	x.synced = reg.HasSynced
-	return x, nil
+	return objindex.New[*helmv2.HelmRelease](ctx, c, namespace)
 }
 
-func (x *ReleaseIndex) set(obj any) {
-	hr, ok := obj.(*helmv2.HelmRelease)
-	if !ok || hr.Namespace != x.namespace {
-		return
-	}
-	x.mu.Lock()
-	x.byName[hr.Name] = hr
-	x.mu.Unlock()
+// Views keeps the API views of the indexed releases, per release version:
+// translating a release (its applied values above all) is most of the
+// cost of a read.
+type Views struct {
+	brief, full *objindex.Memo[VMCluster]
 }
 
-func (x *ReleaseIndex) delete(obj any) {
-	if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	hr, ok := obj.(*helmv2.HelmRelease)
-	if !ok || hr.Namespace != x.namespace {
-		return
-	}
-	x.mu.Lock()
-	if cur := x.byName[hr.Name]; cur != nil && cur.UID == hr.UID {
-		delete(x.byName, hr.Name)
-	}
-	x.mu.Unlock()
+// NewViews keeps the views of the releases of x.
+func NewViews(x *ReleaseIndex) *Views {
+	return &Views{brief: objindex.NewMemo[VMCluster](x), full: objindex.NewMemo[VMCluster](x)}
 }
 
-// Synced reports whether the index has seen the informer's initial list.
-func (x *ReleaseIndex) Synced() bool { return x.synced() }
-
-// List returns every indexed HelmRelease, in no particular order; the
-// items are shared and must not be modified.
-func (x *ReleaseIndex) List() []*helmv2.HelmRelease {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	out := make([]*helmv2.HelmRelease, 0, len(x.byName))
-	for _, hr := range x.byName {
-		out = append(out, hr)
+// view is Translator.View of hr, kept per version when s.Views is set.
+// The result is shared: callers must not modify it.
+func (s *Service) view(hr *helmv2.HelmRelease, full bool) VMCluster {
+	if s.Views == nil {
+		return s.Translator.View(hr, full)
 	}
-	return out
-}
-
-// Get returns the indexed HelmRelease name, or nil.
-func (x *ReleaseIndex) Get(name string) *helmv2.HelmRelease {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	return x.byName[name]
+	m := s.Views.brief
+	if full {
+		m = s.Views.full
+	}
+	return m.Get(hr, func() VMCluster { return s.Translator.View(hr, full) })
 }

@@ -61,6 +61,9 @@ type Store interface {
 type Service struct {
 	Store      Store
 	Translator Translator
+	// Views keeps the views Get and List answer per release version; nil:
+	// each request translates its releases.
+	Views *Views
 	// Work finds the backups and upgrades a DELETE must not break; nil:
 	// none are looked for.
 	Work Work
@@ -293,7 +296,7 @@ func (s *Service) Get(ctx context.Context, id string) (VMCluster, error) {
 	if err != nil {
 		return VMCluster{}, err
 	}
-	return s.Translator.View(hr, true), nil
+	return s.view(hr, true), nil
 }
 
 // List returns a page of vmclusters, by name, filtered by status.
@@ -323,7 +326,7 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 	}
 	page := make([]VMCluster, 0, len(selected))
 	for _, hr := range selected {
-		page = append(page, s.Translator.View(hr, false))
+		page = append(page, s.view(hr, false))
 	}
 	return ListResponse{VMClusters: page, NextPageToken: next}, nil
 }

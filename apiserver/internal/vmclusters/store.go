@@ -34,7 +34,9 @@ func IndexUID(ctx context.Context, c cache.Cache) error {
 type KubeStore struct {
 	// Cache holds the managed HelmReleases of Namespace, indexed by UID.
 	Cache client.Reader
-	// Index, optional, serves List without copying the cached releases.
+	// Index, optional, serves List without copying the cached releases,
+	// and Get and GetByUID with one copy instead of the cache's list and
+	// copy.
 	Index *ReleaseIndex
 	// Client writes to (and, for GetLive, reads from) the API server; its
 	// writes carry the configured field manager (client.WithFieldOwner,
@@ -52,6 +54,11 @@ var _ Store = (*KubeStore)(nil)
 
 // Get implements Store.
 func (s *KubeStore) Get(ctx context.Context, name string) (*helmv2.HelmRelease, error) {
+	if s.Index != nil && s.Index.Synced() {
+		if hr, ok := s.Index.Get(name); ok {
+			return hr.DeepCopy(), nil
+		}
+	}
 	hr := &helmv2.HelmRelease{}
 	if err := s.Cache.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, hr); err != nil {
 		return nil, err
@@ -61,6 +68,11 @@ func (s *KubeStore) Get(ctx context.Context, name string) (*helmv2.HelmRelease, 
 
 // GetByUID implements Store.
 func (s *KubeStore) GetByUID(ctx context.Context, uid string) (*helmv2.HelmRelease, error) {
+	if s.Index != nil && s.Index.Synced() {
+		if hr, ok := s.Index.GetByUID(uid); ok {
+			return hr.DeepCopy(), nil
+		}
+	}
 	var list helmv2.HelmReleaseList
 	if err := s.Cache.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{UIDIndex: uid}); err != nil {
 		return nil, err
@@ -153,6 +165,10 @@ func (s *KubeStore) WaitForCache(ctx context.Context, name string, done func(*he
 	cachewait.For(ctx, s.Cache, client.ObjectKey{Namespace: s.Namespace, Name: name}, s.CacheWait, func(hr *helmv2.HelmRelease) bool {
 		// Lists are served by Index, fed by the informer's handlers a
 		// moment after its store: a list must see the write too.
-		return done(hr) && (s.Index == nil || done(s.Index.Get(name)))
+		if !done(hr) || s.Index == nil {
+			return done(hr)
+		}
+		indexed, _ := s.Index.Get(name)
+		return done(indexed)
 	})
 }
