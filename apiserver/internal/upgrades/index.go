@@ -16,7 +16,7 @@ const (
 	// clusterIndex finds the operations of one Kubernetes cluster: a
 	// cache index, and the CRD's selectable field of the same path that
 	// the API server filters on (the lock's reads, lock.go).
-	clusterIndex = "spec.k8sClusterName"
+	clusterIndex = opsv1.ClusterNameField
 )
 
 // IndexFields registers the cache indexes a Service with Indexed set
@@ -30,7 +30,5 @@ func IndexFields(ctx context.Context, c cache.Cache) error {
 	}); err != nil {
 		return err
 	}
-	return c.IndexField(ctx, obj, clusterIndex, func(o client.Object) []string {
-		return []string{o.(*opsv1.ClusterUpgradeOperation).Spec.K8sClusterName}
-	})
+	return c.IndexField(ctx, obj, clusterIndex, opsv1.ClusterNameOf)
 }

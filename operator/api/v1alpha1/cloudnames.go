@@ -6,6 +6,7 @@ import (
 	"regexp"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Cloud naming rules: k8sClusterName, nodeGroupName and newNodeGroupName
@@ -134,6 +135,18 @@ const ACKTargetVersionPattern = `^[0-9]+\.[0-9]+(\.[0-9]+(-aliyun\.[0-9]+)?)?$`
 // ACKTargetVersionRule is why another targetVersion is refused on ack, by
 // the REST API and by the CRD alike.
 const ACKTargetVersionRule = "cloud provider ack needs a minor such as 1.31 (resolved to the newest available patch) or a full ACK version such as 1.31.1-aliyun.1"
+
+// ClusterNameField is the selectable field of ClusterUpgradeOperations
+// (the CRD's selectableFields): a list with the field selector
+// spec.k8sClusterName=<name> gets only the operations of clusters of that
+// name from the API server. Readers on an informer cache or a fake
+// client index the same path under this name (ClusterNameOf).
+const ClusterNameField = "spec.k8sClusterName"
+
+// ClusterNameOf is the index function of ClusterNameField.
+func ClusterNameOf(o client.Object) []string {
+	return []string{o.(*ClusterUpgradeOperation).Spec.K8sClusterName}
+}
 
 // LabelClusterName is the label of an operation naming its cluster's
 // k8sClusterName, so that `kubectl get -l` finds a cluster's operations;

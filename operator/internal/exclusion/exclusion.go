@@ -60,7 +60,11 @@ func (k ClusterKey) String() string {
 // other started non-terminal one (see the package comment).
 func Blocker(ctx context.Context, r client.Reader, op *opsv1.ClusterUpgradeOperation) (*opsv1.ClusterUpgradeOperation, error) {
 	list := &opsv1.ClusterUpgradeOperationList{}
-	if err := r.List(ctx, list); err != nil {
+	// Only the operations of clusters of op's name, filtered by the API
+	// server (the CRD's selectable field): a list of every operation on
+	// every reconcile made the operator's cost grow with the square of
+	// the operations.
+	if err := r.List(ctx, list, client.MatchingFields{opsv1.ClusterNameField: op.Spec.K8sClusterName}); err != nil {
 		return nil, fmt.Errorf("listing ClusterUpgradeOperations: %w", err)
 	}
 	return blocker(op, list.Items), nil

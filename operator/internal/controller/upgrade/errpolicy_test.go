@@ -155,7 +155,7 @@ func policyReconciler(t *testing.T, p cloud.Provider, k8sErr error) *Reconciler 
 	scheme, err := testenv.NewScheme(opsv1.AddToScheme)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	fail := func() error { return k8sErr }
-	c := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&opsv1.ClusterUpgradeOperation{}, opsv1.ClusterNameField, opsv1.ClusterNameOf).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if err := fail(); err != nil {
 				return err
