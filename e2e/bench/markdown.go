@@ -209,7 +209,12 @@ func (r *Results) Markdown() string {
 	}
 	w("- Flux's controllers are stopped during sections 1 to 3, so that %d vmclusters do not become %d Helm installs\n", s.VMClusters, s.VMClusters)
 	w("  on a %d-core machine: the objects stay exactly as the API created them (their status stays empty, so they read\n", m.CPUs)
-	w("  CREATING). Before section 4 they are deleted (they carry no finalizer yet) and Flux is started again.\n")
+	if r.Scale != nil {
+		w("  CREATING). They are deleted at the end of section 3 and their direct copies before section 4 (they carry no\n")
+		w("  finalizer yet); then Flux is started again.\n")
+	} else {
+		w("  CREATING). Before section 4 they are deleted (they carry no finalizer yet) and Flux is started again.\n")
+	}
 	w("- ops-operator is not running during sections 1 to 4 (the upgrade operations of section 1 stay Pending);\n")
 	w("  they are deleted before section 5.\n")
 	w("- Latencies are client-side, from sending the request to reading the last byte; percentiles are nearest-rank\n")
@@ -285,40 +290,52 @@ func scaleSection(b *strings.Builder, r *Results) {
 		return
 	}
 	s := r.Settings
-	w("ops-apiserver as the vmclusters grow: at each count, its resident set once idle and settled (three readings a\n")
-	w("second apart within 1 MiB, at most 30 s), then `GET %s?page_size=50` by %d clients for %s (after a\n", vmclustersPath, sr.Clients, s.ScaleDuration)
+	w("ops-apiserver as the vmclusters grow: at each count, its live heap after a GC (from a heap profile, when profiles\n")
+	w("are taken) and its resident set once idle and settled (three readings a second apart within 1 MiB, at most 30 s),\n")
+	w("then `GET %s?page_size=50` by %d clients for %s (after a\n", vmclustersPath, sr.Clients, s.ScaleDuration)
 	w("%s warm-up; one run). The first %d vmclusters are the read path's (created through the API); the others are created\n", s.Warmup, s.VMClusters)
 	w("straight in kube-apiserver as copies of a vmcluster the API created (its HelmRelease and HelmRepository, names and\n")
-	w("labels adjusted: what ops-apiserver would have written), with Flux stopped, and deleted at the end (%.0f s). The %d\n", sr.CleanupSeconds, sr.UpgradeOperations)
-	w("upgrade operations of the read path stay cached throughout.\n\n")
-	w("| vmclusters | added directly | ops-apiserver RSS, idle | RSS per 1,000 more vmclusters | list req/s | p50 ms | p99 ms |\n")
-	w("|---|---|---|---|---|---|---|\n")
+	w("labels adjusted: what ops-apiserver would have written), with Flux stopped. The %d upgrade operations of the read\n", sr.UpgradeOperations)
+	w("path stay cached throughout. At the end every vmcluster, the read path's too, is deleted (%.0f s).\n\n", sr.CleanupSeconds)
+	w("| vmclusters | added directly | live heap | per 1,000 more | ops-apiserver RSS, idle | per 1,000 more | list req/s | p50 ms | p99 ms |\n")
+	w("|---|---|---|---|---|---|---|---|---|\n")
 	var prev *ScalePoint
 	for i := range sr.Points {
 		p := sr.Points[i]
 		if p.Skipped != "" {
-			w("| %d | skipped: %s | | | | | |\n", p.VMClusters, p.Skipped)
+			w("| %d | skipped: %s | | | | | | | |\n", p.VMClusters, p.Skipped)
 			continue
 		}
 		added := "none"
 		if p.Created > 0 {
 			added = fmt.Sprintf("%d in %.0f s", p.Created, p.CreateSeconds)
 		}
-		slope := ""
+		heap, heapSlope, slope := "", "", ""
+		if p.LiveHeapMiB > 0 {
+			heap = fmt.Sprintf("%.1f MiB", p.LiveHeapMiB)
+		}
 		if prev != nil && p.VMClusters > prev.VMClusters {
-			slope = fmt.Sprintf("%.1f MiB", Ratio(p.IdleRSSMiB-prev.IdleRSSMiB, float64(p.VMClusters-prev.VMClusters)/1000))
+			per := float64(p.VMClusters-prev.VMClusters) / 1000
+			slope = fmt.Sprintf("%.1f MiB", Ratio(p.IdleRSSMiB-prev.IdleRSSMiB, per))
+			if p.LiveHeapMiB > 0 && prev.LiveHeapMiB > 0 {
+				heapSlope = fmt.Sprintf("%.1f MiB", Ratio(p.LiveHeapMiB-prev.LiveHeapMiB, per))
+			}
 		}
 		list := p.List
 		errs := ""
 		if list.Errors > 0 {
 			errs = fmt.Sprintf(" (%d errors)", list.Errors)
 		}
-		w("| %d | %s | %.0f MiB | %s | %s%s | %s | %s |\n", p.VMClusters, added, p.IdleRSSMiB, slope, fmtRate(list.PerSecond), errs, fmtMs(list.P50Ms), fmtMs(list.P99Ms))
+		w("| %d | %s | %s | %s | %.0f MiB | %s | %s%s | %s | %s |\n", p.VMClusters, added, heap, heapSlope, p.IdleRSSMiB, slope,
+			fmtRate(list.PerSecond), errs, fmtMs(list.P50Ms), fmtMs(list.P99Ms))
 		prev = &sr.Points[i]
 	}
 	if m := sr.measured(); len(m) >= 2 {
-		w("\nFrom %d to %d vmclusters, ops-apiserver's idle RSS grew by %.1f MiB per 1,000 vmclusters.\n",
-			m[0].VMClusters, m[len(m)-1].VMClusters, sr.RSSPer1000MiB)
+		w("\nFrom %d to %d vmclusters, ops-apiserver's idle RSS grew by %.1f MiB per 1,000 vmclusters", m[0].VMClusters, m[len(m)-1].VMClusters, sr.RSSPer1000MiB)
+		if sr.HeapPer1000MiB != 0 {
+			w(", its live heap by %.1f MiB", sr.HeapPer1000MiB)
+		}
+		w(". The RSS also holds what the Go runtime keeps\nof earlier peaks (it returns freed memory to the OS slowly), so the live heap is the steadier measure.\n")
 	}
 	w("\n")
 }

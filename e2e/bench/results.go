@@ -127,8 +127,12 @@ type ScalePoint struct {
 	// in CreateSeconds.
 	Created       int     `json:"created"`
 	CreateSeconds float64 `json:"createSeconds"`
-	// IdleRSSMiB is ops-apiserver's resident set, idle, once it settled.
+	// IdleRSSMiB is ops-apiserver's resident set, idle, once it settled
+	// (after the GC of the heap profile, when profiles are taken).
 	IdleRSSMiB float64 `json:"idleRSSMiB"`
+	// LiveHeapMiB is the in-use heap after a GC, from the heap profile (0:
+	// no profile).
+	LiveHeapMiB float64 `json:"liveHeapMiB,omitempty"`
 	// List is the list run (a page of 50) at this count.
 	List Stats `json:"listPageOf50"`
 	// Skipped says why the point was not measured.
@@ -145,6 +149,8 @@ type ScaleResult struct {
 	// RSSPer1000MiB is the idle RSS added per 1,000 vmclusters between the
 	// first and the last measured point.
 	RSSPer1000MiB float64 `json:"rssPer1000VMClustersMiB"`
+	// HeapPer1000MiB is the same of the live heap (0: no profiles).
+	HeapPer1000MiB float64 `json:"liveHeapPer1000VMClustersMiB,omitempty"`
 	// CleanupSeconds is how long deleting the added vmclusters took.
 	CleanupSeconds float64 `json:"cleanupSeconds"`
 }
@@ -168,6 +174,9 @@ func (s *ScaleResult) computeSlope() {
 	}
 	first, last := m[0], m[len(m)-1]
 	s.RSSPer1000MiB = Ratio(last.IdleRSSMiB-first.IdleRSSMiB, float64(last.VMClusters-first.VMClusters)/1000)
+	if first.LiveHeapMiB > 0 && last.LiveHeapMiB > 0 {
+		s.HeapPer1000MiB = Ratio(last.LiveHeapMiB-first.LiveHeapMiB, float64(last.VMClusters-first.VMClusters)/1000)
+	}
 }
 
 // PhaseTime is how long one phase of the run took.

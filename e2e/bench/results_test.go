@@ -42,8 +42,8 @@ func sampleResults() *Results {
 		Scale: &ScaleResult{Clients: 32, UpgradeOperations: 1000, CleanupSeconds: 50, RSSPer1000MiB: 10, Points: []ScalePoint{
 			{VMClusters: 500, Skipped: "below the 1000 vmclusters of the read path"},
 			{VMClusters: 1000, IdleRSSMiB: 110, List: Stats{PerSecond: 2000, P50Ms: 12, P99Ms: 50}},
-			{VMClusters: 5000, Created: 4000, CreateSeconds: 20, IdleRSSMiB: 150, List: Stats{PerSecond: 500, P50Ms: 60, P99Ms: 200}},
-			{VMClusters: 10000, Created: 5000, CreateSeconds: 25, IdleRSSMiB: 200, List: Stats{PerSecond: 250, P50Ms: 120, P99Ms: 400, Errors: 2}},
+			{VMClusters: 5000, Created: 4000, CreateSeconds: 20, IdleRSSMiB: 150, LiveHeapMiB: 40, List: Stats{PerSecond: 500, P50Ms: 60, P99Ms: 200}},
+			{VMClusters: 10000, Created: 5000, CreateSeconds: 25, IdleRSSMiB: 200, LiveHeapMiB: 70, List: Stats{PerSecond: 250, P50Ms: 120, P99Ms: 400, Errors: 2}},
 		}},
 		Profiles: []ProfileSummary{{Process: "apiserver", Kind: "cpu", What: "ops-apiserver during the list runs", File: "apiserver-cpu-read-list.pb.gz",
 			SampleType: "cpu", Unit: "nanoseconds", Total: 12e9, Seconds: 30,
@@ -144,10 +144,10 @@ func TestMarkdown(t *testing.T) {
 		"Not measured: 300 releases (see Errors).",
 		"300 releases per side are not in this run: at this run's pace (2.5 s per release for both sides and the uninstalls between them, at 100 releases), they would add about 12 minutes",
 		"## 3. Cost curve\n",
-		"| 500 | skipped: below the 1000 vmclusters of the read path | | | | | |",
-		"| 1000 | none | 110 MiB |  | 2000 | 12.0 | 50.0 |",
-		"| 5000 | 4000 in 20 s | 150 MiB | 10.0 MiB | 500 | 60.0 | 200 |",
-		"| 10000 | 5000 in 25 s | 200 MiB | 10.0 MiB | 250 (2 errors) | 120 | 400 |",
+		"| 500 | skipped: below the 1000 vmclusters of the read path | | | | | | | |",
+		"| 1000 | none |  |  | 110 MiB |  | 2000 | 12.0 | 50.0 |",
+		"| 5000 | 4000 in 20 s | 40.0 MiB |  | 150 MiB | 10.0 MiB | 500 | 60.0 | 200 |",
+		"| 10000 | 5000 in 25 s | 70.0 MiB | 6.0 MiB | 200 MiB | 10.0 MiB | 250 (2 errors) | 120 | 400 |",
 		"grew by 10.0 MiB per 1,000 vmclusters",
 		"## 8. Profiles\n",
 		"### apiserver-cpu-read-list.pb.gz\n",
@@ -217,4 +217,20 @@ func TestIntList(t *testing.T) {
 		g.Expect(v).To(BeEmpty())
 	}
 	g.Expect(f.Set("1,x")).To(MatchError(ContainSubstring(`"x" is not a count`)))
+}
+
+func TestScaleSlope(t *testing.T) {
+	g := NewWithT(t)
+	sr := &ScaleResult{Points: []ScalePoint{
+		{VMClusters: 500, Skipped: "below"},
+		{VMClusters: 1000, IdleRSSMiB: 100, LiveHeapMiB: 20},
+		{VMClusters: 5000, IdleRSSMiB: 90, LiveHeapMiB: 40},
+		{VMClusters: 10000, IdleRSSMiB: 190, LiveHeapMiB: 65},
+	}}
+	sr.computeSlope()
+	g.Expect(sr.RSSPer1000MiB).To(Equal(10.0), "first to last measured point")
+	g.Expect(sr.HeapPer1000MiB).To(Equal(5.0))
+	one := &ScaleResult{Points: []ScalePoint{{VMClusters: 1000, IdleRSSMiB: 100}}}
+	one.computeSlope()
+	g.Expect(one.RSSPer1000MiB).To(BeZero())
 }

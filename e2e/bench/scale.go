@@ -8,8 +8,6 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
@@ -22,7 +20,8 @@ func scaleName(i int) string { return fmt.Sprintf("scale-vm-%05d", i) }
 // of 50). The vmclusters beyond the read path's are created straight in
 // kube-apiserver as copies of one the API created (vmTemplate: the same
 // HelmRelease and HelmRepository, names and labels adjusted), with Flux
-// stopped, and deleted at the end.
+// stopped. At the end every vmcluster is deleted, the read path's too
+// (the phases after this one start from none).
 func (e *env) scalePhase(ctx context.Context, res *Results) error {
 	cfg := e.cfg
 	if e.vmTemplate == nil {
@@ -33,9 +32,9 @@ func (e *env) scalePhase(ctx context.Context, res *Results) error {
 	var added []string
 	err := e.measureScale(ctx, res, sr, &added)
 	if len(added) > 0 && ctx.Err() == nil {
-		e.logf("Deleting the %d vmclusters added for the cost curve", len(added))
+		e.logf("Deleting every vmcluster (the %d added for the cost curve and the read path's)", len(added))
 		start := time.Now()
-		if cerr := e.deleteScaled(ctx, added); cerr != nil {
+		if cerr := e.deleteVMClusters(ctx); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
 		sr.CleanupSeconds = time.Since(start).Seconds()
@@ -47,7 +46,6 @@ func (e *env) scalePhase(ctx context.Context, res *Results) error {
 func (e *env) measureScale(ctx context.Context, res *Results, sr *ScaleResult, added *[]string) error {
 	cfg := e.cfg
 	current := cfg.VMClusters
-	last := cfg.ScaleSizes[len(cfg.ScaleSizes)-1]
 	list := func(ctx context.Context, _, _ int) (int, error) {
 		return e.ops.get(ctx, vmclustersPath+"?page_size=50")
 	}
@@ -76,17 +74,23 @@ func (e *env) measureScale(ctx context.Context, res *Results, sr *ScaleResult, a
 		if err := e.waitListed(ctx, size, 3*time.Minute); err != nil {
 			return err
 		}
+		if e.apiProf != nil {
+			// The heap after a GC: the live bytes of this count, and the
+			// garbage of the creates collected before the RSS settles.
+			what := fmt.Sprintf("ops-apiserver idle with %d vmclusters and %d upgrade operations cached (after a GC)", size, cfg.Upgrades)
+			e.saveProfile(res, fmt.Sprintf("ops-apiserver heap at %d vmclusters", size), func() (ProfileSummary, error) {
+				s, err := e.apiProf.heap(ctx, fmt.Sprintf("%d vmclusters", size), what)
+				if err == nil && s.Unit == "bytes" {
+					p.LiveHeapMiB = MiB(uint64(max(s.Total, 0)))
+				}
+				return s, err
+			})
+		}
 		rss, err := e.settledRSS(ctx)
 		if err != nil {
 			return err
 		}
 		p.IdleRSSMiB = rss
-		if size == last && e.apiProf != nil {
-			what := fmt.Sprintf("ops-apiserver idle with %d vmclusters and %d upgrade operations cached (after a GC)", size, cfg.Upgrades)
-			e.saveProfile(res, fmt.Sprintf("ops-apiserver heap at %d vmclusters", size), func() (ProfileSummary, error) {
-				return e.apiProf.heap(ctx, fmt.Sprintf("%d vmclusters", size), what)
-			})
-		}
 		if cfg.Warmup > 0 {
 			RunFor(ctx, cfg.Clients, cfg.Warmup, list)
 		}
@@ -141,20 +145,14 @@ func (e *env) settledRSS(ctx context.Context) (float64, error) {
 	return readings[len(readings)-1], nil
 }
 
-// deleteScaled deletes the vmclusters the cost curve added and waits
-// until ops-apiserver lists only the read path's again.
-func (e *env) deleteScaled(ctx context.Context, names []string) error {
-	deleted := RunN(ctx, e.cfg.Clients, len(names), func(ctx context.Context, _, seq int) (int, error) {
-		meta := metav1.ObjectMeta{Namespace: stack.Namespace, Name: names[seq]}
-		for _, obj := range []client.Object{&sourcev1.HelmRepository{ObjectMeta: meta}, &helmv2.HelmRelease{ObjectMeta: meta}} {
-			if err := e.kube.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-				return 0, err
-			}
+// deleteVMClusters deletes every vmcluster (one collection delete of
+// their HelmReleases and HelmRepositories, quicker than one request per
+// object) and waits until ops-apiserver lists none.
+func (e *env) deleteVMClusters(ctx context.Context) error {
+	for _, obj := range []client.Object{&helmv2.HelmRelease{}, &sourcev1.HelmRepository{}} {
+		if err := e.kube.DeleteAllOf(ctx, obj, client.InNamespace(stack.Namespace), stack.NotStack()); err != nil {
+			return err
 		}
-		return 0, nil
-	})
-	if deleted.Errors > 0 {
-		return fmt.Errorf("%d of %d deletes failed; first: %v", deleted.Errors, len(names), deleted.FirstError)
 	}
-	return e.waitListed(ctx, e.cfg.VMClusters, 3*time.Minute)
+	return e.waitListed(ctx, 0, 3*time.Minute)
 }
