@@ -132,11 +132,11 @@ test-integration: tools-integration chromium test-groups ## Only the tests on a 
 test-e2e: tools ## Only the e2e suite (the whole local stack, driven through the REST API).
 	$(GO_TEST) $(TEST_FLAGS) $(E2E_PKGS)
 
-# BENCH_FLAGS are passed to ops-bench, e.g. BENCH_FLAGS='-running=20 -operator-ops=50'
-# for a quicker run (go run ./e2e/cmd/ops-bench -h lists the sizes).
+# BENCH_FLAGS are passed to ops-bench, e.g. BENCH_FLAGS='-running=20 -scale= -repeats=1 -operator-ops=50'
+# for a quicker run (go run ./e2e/cmd/ops-bench -h lists the sizes). Profiles go to bin/bench-profiles.
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: tools build ## Benchmarks on a fresh local stack, ops-server next to Kubernetes and Flux alone; writes docs/benchmarks.md and docs/benchmarks.json (measure, never assert timings).
+bench: tools build ## Benchmarks on a fresh local stack, ops-server next to Kubernetes and Flux alone; writes docs/benchmarks.md and docs/benchmarks.json, profiles into bin/bench-profiles (measure, never assert timings).
 	go build -o $(BIN)/ ./e2e/cmd/ops-bench
 	$(BIN)/ops-bench $(BENCH_FLAGS)

@@ -6,6 +6,7 @@ require (
 	github.com/fluxcd/helm-controller/api v1.6.4
 	github.com/fluxcd/pkg/apis/meta v1.30.2
 	github.com/fluxcd/source-controller/api v1.9.5
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/onsi/gomega v1.44.0
 	github.com/tidbcloud/ops-server/apiserver v0.0.0-00010101000000-000000000000
 	github.com/tidbcloud/ops-server/operator v0.0.0

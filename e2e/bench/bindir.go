@@ -68,3 +68,7 @@ func apiserverExtraArgs(bin string) []string {
 	}
 	return out
 }
+
+// pprofFlag serves Go's /debug/pprof/ on a loopback address, in
+// ops-apiserver and ops-operator alike.
+const pprofFlag = "--pprof-bind-address"

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -42,7 +43,14 @@ func (r *Results) Markdown() string {
 	w("Do not edit this page by hand: run `make bench` again (it rewrites this page and `docs/benchmarks.json`).\n\n")
 	w("Every number comes from one run on one machine, with the load generator, the whole local stack and both\n")
 	w("sides of each comparison sharing its %d cores. Read a row as a ratio between its two sides (same run, same\n", m.CPUs)
-	w("machine, same moment); absolute values move from run to run. The benchmark measures and reports; it asserts nothing.\n\n")
+	w("machine, same moment); absolute values move from run to run. The benchmark measures and reports; it asserts nothing.\n")
+	if s := r.Settings; s.Repeats > 1 {
+		w("Each ratio row (reads, concurrent creates) is the median of %d runs per side, the sides alternating.\n", s.Repeats)
+	}
+	if len(r.Profiles) > 0 {
+		w("CPU and heap profiles of ops-apiserver and ops-operator were taken during the run (section 8).\n")
+	}
+	w("\n")
 
 	w("## Machine\n\n| | |\n|---|---|\n")
 	w("| CPU | %d × %s |\n", m.CPUs, orUnknown(m.CPUModel))
@@ -69,7 +77,14 @@ func (r *Results) Markdown() string {
 	w("## 1. Read path\n\n")
 	w("%d vmclusters and %d upgrade operations (%d per cluster name, over %d cluster names) exist, all created through\n",
 		s.VMClusters, s.Upgrades, s.Upgrades/max(s.UpgradeClusters, 1), s.UpgradeClusters)
-	w("the REST API (section 2). %d clients send requests back to back for %s per row and side, after a %s warm-up;\n", s.Clients, s.Duration, s.Warmup)
+	if s.Repeats > 1 {
+		w("the REST API (section 2). %d clients send requests back to back for %s per run, after a %s warm-up; each row\n", s.Clients, s.Duration, s.Warmup)
+		w("is the median of %d runs per side (req/s, p50 and p99 each the median of the runs' values; requests and errors\n", s.Repeats)
+		w("below are totals), run alternating: ops-apiserver, kube-apiserver, ops-apiserver, ... (every run's numbers are in\n")
+		w("`docs/benchmarks.json`).\n")
+	} else {
+		w("the REST API (section 2). %d clients send requests back to back for %s per row and side, after a %s warm-up;\n", s.Clients, s.Duration, s.Warmup)
+	}
 	w("ops-apiserver answers from its informer cache, kube-apiserver from its own storage. Both sides read the whole\n")
 	w("body over keep-alive connections (HTTP/1.1 to ops-apiserver, HTTP/2 over TLS with an admin client certificate\n")
 	w("to kube-apiserver); no client-side rate limit.\n\n")
@@ -83,29 +98,56 @@ func (r *Results) Markdown() string {
 	w("references adjusted), written to a namespace ops-apiserver does not watch. The first %d of each kind are sent by one\n", s.WriteSerial)
 	w("client (latency without queueing), the rest by %d clients. ops-apiserver runs with its default Kubernetes client\n", s.Clients)
 	w("limits (`--kube-api-qps=-1`: no client-side limit, the API server's priority and fairness throttles); a vmcluster create is two writes and waits (bounded) until\n")
-	w("its informer cache holds the new HelmRelease, so that a GET right after the POST finds it.\n\n")
+	w("its informer cache holds the new HelmRelease, so that a GET right after the POST finds it.")
+	if s.Repeats > 1 {
+		w(" The concurrent creates of each kind\n")
+		w("are split into %d runs per side (the same objects in all), alternating sides; their rows are the medians of the\n", s.Repeats)
+		w("runs (requests and errors: totals). The one-client rows are one run each.")
+	}
+	w("\n\n")
 	comparisonTable(&b, r.Write)
 	w("\n")
 
-	w("## 3. Time to RUNNING\n\n")
-	if rr := r.Running; rr != nil {
-		w("%d vmclusters POSTed at once (values: one vmstorage, vmselect and vminsert each), polled through `GET /vmclusters`\n", rr.N)
-		w("every second until all are RUNNING; then, after they were deleted and uninstalled (%.0f s), %d HelmReleases\n", rr.CleanupSeconds, rr.N)
-		w("with their HelmRepositories, copies of the ones ops-apiserver created, created directly at once and polled\n")
-		w("until `Ready=True` for their generation. Same chart (served by ops-apiserver's chart repository), same Flux\n")
-		w("controllers with their default concurrency, same run. Timeout: %s per side.\n\n", s.RunningTimeout)
-		w("| | ops-server | Flux alone |\n|---|---|---|\n")
-		w("| releases ready | %d/%d | %d/%d |\n", rr.Ops.Ready, rr.N, rr.Flux.Ready, rr.N)
-		w("| failed | %d | %d |\n", rr.Ops.Failed, rr.Flux.Failed)
-		w("| creates sent in | %.1f s | %.1f s |\n", rr.Ops.CreateSeconds, rr.Flux.CreateSeconds)
-		w("| time until all ready | %s | %s |\n", secs(rr.Ops), secs(rr.Flux))
-		w("| per release p50 / p99 | %.1f s / %.1f s | %.1f s / %.1f s |\n", rr.Ops.P50Seconds, rr.Ops.P99Seconds, rr.Flux.P50Seconds, rr.Flux.P99Seconds)
-		w("| ratio ops-server / Flux alone | %s | |\n\n", fmtRatio(rr.Ratio()))
+	w("## 3. Cost curve\n\n")
+	scaleSection(&b, r)
+
+	w("## 4. Time to RUNNING\n\n")
+	if len(r.Running) > 0 {
+		sizes := make([]string, len(r.Running))
+		for i, rr := range r.Running {
+			sizes[i] = fmt.Sprint(rr.N)
+		}
+		w("For each size (%s releases): that many vmclusters POSTed at once (values: one vmstorage, vmselect and vminsert\n", strings.Join(sizes, ", "))
+		w("each), polled through `GET /vmclusters` every second until all are RUNNING; then, after they were deleted and\n")
+		w("uninstalled, as many HelmReleases with their HelmRepositories, copies of the ones ops-apiserver created, created\n")
+		w("directly at once and polled until `Ready=True` for their generation (then uninstalled before the next size).\n")
+		w("Same chart (served by ops-apiserver's chart repository), same Flux controllers with their default concurrency,\n")
+		w("same run. Timeout: %s per side.\n\n", s.RunningTimeout)
+		w("| releases | side | ready | failed | creates sent in | time until all ready | per release p50 / p99 | ratio ops-server / Flux alone |\n")
+		w("|---|---|---|---|---|---|---|---|\n")
+		for _, rr := range r.Running {
+			w("| %d | ops-server | %d/%d | %d | %.1f s | %s | %.1f s / %.1f s | %s |\n", rr.N, rr.Ops.Ready, rr.N, rr.Ops.Failed,
+				rr.Ops.CreateSeconds, secs(rr.Ops), rr.Ops.P50Seconds, rr.Ops.P99Seconds, fmtRatio(rr.Ratio()))
+			w("| %d | Flux alone | %d/%d | %d | %.1f s | %s | %.1f s / %.1f s | |\n", rr.N, rr.Flux.Ready, rr.N, rr.Flux.Failed,
+				rr.Flux.CreateSeconds, secs(rr.Flux), rr.Flux.P50Seconds, rr.Flux.P99Seconds)
+		}
+		cleanups := make([]string, len(r.Running))
+		for i, rr := range r.Running {
+			cleanups[i] = fmt.Sprintf("%.0f s for %d", rr.CleanupSeconds, rr.N)
+		}
+		w("\nDeleting and uninstalling the ops-server side before the Flux-alone side took %s.\n", strings.Join(cleanups, ", "))
+		if note := runningNote(r); note != "" {
+			w("%s\n", note)
+		}
+		if note := runningBudget(r); note != "" {
+			w("%s\n", note)
+		}
+		w("\n")
 	} else {
 		w("Not run.\n\n")
 	}
 
-	w("## 4. Operator throughput\n\n")
+	w("## 5. Operator throughput\n\n")
 	if o := r.Operator; o != nil {
 		w("%d ClusterUpgradeOperations, one per simulated cluster (mock cloud, each with one node group of %d node(s)),\n", o.Operations, s.OperatorNodes)
 		w("blue-green without a vmstorage rollout (control plane, create node group, wait for its nodes, cordon, drain,\n")
@@ -144,30 +186,51 @@ func (r *Results) Markdown() string {
 	}
 
 	f := r.Footprint
-	w("## 5. Footprint\n\n| | |\n|---|---|\n")
+	w("## 6. Footprint\n\n| | |\n|---|---|\n")
 	w("| ops-apiserver RSS, idle, %d objects cached | %.0f MiB |\n", f.CachedObjects, f.APIServerIdleRSSMiB)
 	w("| ops-apiserver RSS under the read load (largest sample) | %.0f MiB |\n", f.APIServerLoadRSSMiB)
 	w("| ops-apiserver peak RSS (VmHWM, after the write and read runs) | %.0f MiB |\n", f.APIServerPeakRSSMiB)
 	w("| bin/ops-apiserver | %.1f MiB |\n", f.APIServerBinaryMiB)
 	w("| bin/ops-operator | %.1f MiB |\n\n", f.OperatorBinaryMiB)
 
-	w("## How it is run\n\n")
+	w("## 7. How it is run\n\n")
 	w("- `make bench` builds `bin/ops-apiserver` and `bin/ops-operator` and runs `ops-bench`, which starts a fresh local\n")
 	w("  stack (the one of `make dev`: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, Flux, the\n")
 	w("  VictoriaMetrics operator, ops-apiserver) in a temporary directory and stops it at the end or on Ctrl-C.\n")
 	if len(s.APIServerArgs) > 0 {
-		w("- ops-apiserver runs with the local stack's flags plus `%s`: every request of the benchmark comes from\n", strings.Join(s.APIServerArgs, " "))
-		w("  one caller, and the per-caller rate limit (50 requests/s by default) would measure the limit, not the server.\n")
+		w("- ops-apiserver runs with the local stack's flags plus `%s`. The rate limits are off because every request\n", strings.Join(s.APIServerArgs, " "))
+		w("  of the benchmark comes from one caller, and the per-caller rate limit (50 requests/s by default) would measure\n")
+		w("  the limit, not the server.\n")
+		if len(r.Profiles) > 0 {
+			w("  `%s` serves the profiles of section 8; ops-operator gets one too in section 5.\n", pprofFlag)
+			w("  ops-apiserver's numbers of the read rows and the concurrent create rows are taken while it is CPU-profiled\n")
+			w("  (Go's profiler samples at 100 Hz; its cost is small but not zero).\n")
+		}
 	}
-	w("- Flux's controllers are stopped during sections 1 and 2, so that %d vmclusters do not become %d Helm installs\n", s.VMClusters, s.VMClusters)
+	w("- Flux's controllers are stopped during sections 1 to 3, so that %d vmclusters do not become %d Helm installs\n", s.VMClusters, s.VMClusters)
 	w("  on a %d-core machine: the objects stay exactly as the API created them (their status stays empty, so they read\n", m.CPUs)
-	w("  CREATING). Before section 3 they are deleted (they carry no finalizer yet) and Flux is started again.\n")
-	w("- ops-operator is not running during sections 1 to 3 (the upgrade operations of section 1 stay Pending);\n")
-	w("  they are deleted before section 4.\n")
+	if r.Scale != nil {
+		w("  CREATING). They are deleted at the end of section 3 and their direct copies before section 4 (they carry no\n")
+		w("  finalizer yet); then Flux is started again.\n")
+	} else {
+		w("  CREATING). Before section 4 they are deleted (they carry no finalizer yet) and Flux is started again.\n")
+	}
+	w("- ops-operator is not running during sections 1 to 4 (the upgrade operations of section 1 stay Pending);\n")
+	w("  they are deleted before section 5.\n")
 	w("- Latencies are client-side, from sending the request to reading the last byte; percentiles are nearest-rank\n")
 	w("  over every request of a row. Memory is read from `/proc/<pid>/status`.\n")
-	w("- Sizes are flags of `ops-bench` (`go run ./e2e/cmd/ops-bench -h`); this run: %d clients, %s per read row,\n", s.Clients, s.Duration)
-	w("  %d vmclusters, %d upgrade operations, %d releases to RUNNING, %d operator operations.\n", s.VMClusters, s.Upgrades, s.RunningN, s.OperatorOps)
+	w("- Sizes are flags of `ops-bench` (`go run ./e2e/cmd/ops-bench -h`); this run: %d clients, %s per read run,\n", s.Clients, s.Duration)
+	w("  %d run(s) per side of each ratio row, %d vmclusters, %d upgrade operations, cost curve at %s vmclusters,\n", s.Repeats, s.VMClusters, s.Upgrades, orNone(joinInts(s.ScaleSizes)))
+	w("  %s releases to RUNNING, %d operator operations.\n", orNone(joinInts(s.RunningSizes)), s.OperatorOps)
+	if len(r.Phases) > 0 {
+		parts := make([]string, len(r.Phases))
+		for i, p := range r.Phases {
+			parts[i] = fmt.Sprintf("%s %s", p.Name, (time.Duration(p.Seconds) * time.Second).String())
+		}
+		w("- Time per phase: %s.\n", strings.Join(parts, ", "))
+	}
+	w("\n## 8. Profiles\n\n")
+	profilesSection(&b, r)
 	if len(r.Errors) > 0 {
 		w("\n## Errors\n\n")
 		for _, e := range r.Errors {
@@ -216,4 +279,177 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
+}
+
+// scaleSection writes the cost curve.
+func scaleSection(b *strings.Builder, r *Results) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	sr := r.Scale
+	if sr == nil || len(sr.Points) == 0 {
+		w("Not run.\n\n")
+		return
+	}
+	s := r.Settings
+	w("ops-apiserver as the vmclusters grow: at each count, its live heap after a GC (from a heap profile, when profiles\n")
+	w("are taken) and its resident set once idle and settled (three readings a second apart within 1 MiB, at most 30 s),\n")
+	w("then `GET %s?page_size=50` by %d clients for %s (after a\n", vmclustersPath, sr.Clients, s.ScaleDuration)
+	w("%s warm-up; one run). The first %d vmclusters are the read path's (created through the API); the others are created\n", s.Warmup, s.VMClusters)
+	w("straight in kube-apiserver as copies of a vmcluster the API created (its HelmRelease and HelmRepository, names and\n")
+	w("labels adjusted: what ops-apiserver would have written), with Flux stopped. The %d upgrade operations of the read\n", sr.UpgradeOperations)
+	w("path stay cached throughout. At the end every vmcluster, the read path's too, is deleted (%.0f s).\n\n", sr.CleanupSeconds)
+	w("| vmclusters | added directly | live heap | per 1,000 more | ops-apiserver RSS, idle | per 1,000 more | list req/s | p50 ms | p99 ms |\n")
+	w("|---|---|---|---|---|---|---|---|---|\n")
+	var prev *ScalePoint
+	for i := range sr.Points {
+		p := sr.Points[i]
+		if p.Skipped != "" {
+			w("| %d | skipped: %s | | | | | | | |\n", p.VMClusters, p.Skipped)
+			continue
+		}
+		added := "none"
+		if p.Created > 0 {
+			added = fmt.Sprintf("%d in %.0f s", p.Created, p.CreateSeconds)
+		}
+		heap, heapSlope, slope := "", "", ""
+		if p.LiveHeapMiB > 0 {
+			heap = fmt.Sprintf("%.1f MiB", p.LiveHeapMiB)
+		}
+		if prev != nil && p.VMClusters > prev.VMClusters {
+			per := float64(p.VMClusters-prev.VMClusters) / 1000
+			slope = fmt.Sprintf("%.1f MiB", Ratio(p.IdleRSSMiB-prev.IdleRSSMiB, per))
+			if p.LiveHeapMiB > 0 && prev.LiveHeapMiB > 0 {
+				heapSlope = fmt.Sprintf("%.1f MiB", Ratio(p.LiveHeapMiB-prev.LiveHeapMiB, per))
+			}
+		}
+		list := p.List
+		errs := ""
+		if list.Errors > 0 {
+			errs = fmt.Sprintf(" (%d errors)", list.Errors)
+		}
+		w("| %d | %s | %s | %s | %.0f MiB | %s | %s%s | %s | %s |\n", p.VMClusters, added, heap, heapSlope, p.IdleRSSMiB, slope,
+			fmtRate(list.PerSecond), errs, fmtMs(list.P50Ms), fmtMs(list.P99Ms))
+		prev = &sr.Points[i]
+	}
+	if m := sr.measured(); len(m) >= 2 {
+		w("\nFrom %d to %d vmclusters, ops-apiserver's idle RSS grew by %.1f MiB per 1,000 vmclusters", m[0].VMClusters, m[len(m)-1].VMClusters, sr.RSSPer1000MiB)
+		if sr.HeapPer1000MiB != 0 {
+			w(", its live heap by %.1f MiB", sr.HeapPer1000MiB)
+		}
+		w(". The RSS also holds what the Go runtime keeps\nof earlier peaks (it returns freed memory to the OS slowly), so the live heap is the steadier measure.\n")
+	}
+	w("\n")
+}
+
+// runningNote says which asked sizes of the time-to-RUNNING run are
+// missing from the results.
+func runningNote(r *Results) string {
+	var missing []string
+	for _, n := range r.Settings.RunningSizes {
+		found := false
+		for _, rr := range r.Running {
+			found = found || rr.N == n
+		}
+		if !found {
+			missing = append(missing, fmt.Sprint(n))
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Not measured: %s releases (see Errors).", strings.Join(missing, ", "))
+}
+
+// profilesSection lists every profile with its top functions.
+func profilesSection(b *strings.Builder, r *Results) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	if len(r.Profiles) == 0 && len(r.ProfileErrors) == 0 {
+		w("None taken (`-profile-dir=` empty).\n")
+		return
+	}
+	dir := r.Settings.ProfileDir
+	w("Go profiles fetched from `/debug/pprof/` (`%s` on a loopback port), one file per capture in `%s`\n", pprofFlag, dir)
+	w("(not committed: a run writes them again). A CPU profile of a read row is fetched in parallel with each of\n")
+	w("ops-apiserver's runs of the row (`?seconds=` the run's duration) and the runs are merged into one file; a write\n")
+	w("row's runs have no fixed duration, so during each ops-apiserver is profiled in back-to-back one-second profiles,\n")
+	w("merged the same way. Heap profiles are taken after a GC (`?gc=1`) and show in-use bytes. Per profile: the top\n")
+	w("%d functions by flat share (the function itself) and by cumulative share (with what it calls), as\n", topFunctions)
+	w("`go tool pprof -top` and `-top -cum` count them.\n\n")
+	for _, p := range r.Profiles {
+		path := p.File
+		if dir != "" {
+			path = filepath.ToSlash(filepath.Join(dir, p.File))
+		}
+		w("### %s\n\n", p.File)
+		w("%s. %s. Open it with `go tool pprof -top %s`.\n\n", p.What, profileTotal(p), path)
+		w("| # | flat | function | cum | function |\n|---|---|---|---|---|\n")
+		for i := range max(len(p.Flat), len(p.Cum)) {
+			flat, cum := " | ", " | "
+			if i < len(p.Flat) {
+				flat = fmt.Sprintf("%.1f %% | `%s`", p.Flat[i].Percent, p.Flat[i].Function)
+			}
+			if i < len(p.Cum) {
+				cum = fmt.Sprintf("%.1f %% | `%s`", p.Cum[i].Percent, p.Cum[i].Function)
+			}
+			w("| %d | %s | %s |\n", i+1, flat, cum)
+		}
+		w("\n")
+	}
+	for _, e := range r.ProfileErrors {
+		w("- not captured: %s\n", strings.ReplaceAll(e, "\n", " "))
+	}
+	if len(r.ProfileErrors) > 0 {
+		w("\n")
+	}
+}
+
+// profileTotal describes a profile's total: CPU time over the profile's
+// length, or bytes.
+func profileTotal(p ProfileSummary) string {
+	switch p.Unit {
+	case "nanoseconds":
+		cpu := float64(p.Total) / 1e9
+		if p.Seconds > 0 {
+			return fmt.Sprintf("%s: %.1f s of CPU in %.0f s of profile (%.2f cores)", p.SampleType, cpu, p.Seconds, cpu/p.Seconds)
+		}
+		return fmt.Sprintf("%s: %.1f s of CPU", p.SampleType, cpu)
+	case "bytes":
+		return fmt.Sprintf("%s: %.1f MiB", p.SampleType, MiB(uint64(max(p.Total, 0))))
+	default:
+		return fmt.Sprintf("%s: %d %s", p.SampleType, p.Total, p.Unit)
+	}
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = fmt.Sprint(n)
+	}
+	return strings.Join(s, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// runningBudget explains, when the largest size run is below 300
+// releases, what 300 would cost at this run's pace: the sizes of
+// `make bench` are what fits in about 30 minutes on its machine.
+func runningBudget(r *Results) string {
+	var last *RunningResult
+	for i := range r.Running {
+		if last == nil || r.Running[i].N > last.N {
+			last = &r.Running[i]
+		}
+	}
+	if last == nil || last.N >= 300 || last.N == 0 {
+		return ""
+	}
+	perRelease := (last.Ops.Seconds + last.CleanupSeconds + last.Flux.Seconds) / float64(last.N)
+	return fmt.Sprintf("300 releases per side are not in this run: at this run's pace (%.1f s per release for both sides and "+
+		"the uninstalls between them, at %d releases), they would add about %.0f minutes, and one more uninstall before section 5, to a "+
+		"`make bench` kept to about 30 minutes on a %d-core machine. `BENCH_FLAGS='-running=300'` measures them.",
+		perRelease, last.N, perRelease*300/60, r.Machine.CPUs)
 }

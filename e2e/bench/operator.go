@@ -25,6 +25,9 @@ import (
 // throughput run: the simulated cloud answers at once.
 var operatorArgs = []string{"--mock-operation-duration=0s"}
 
+// operatorProfileLimit caps the CPU profile of the operator run.
+const operatorProfileLimit = 30 * time.Second
+
 func opCluster(i int) string { return fmt.Sprintf("bench-op-%03d", i) }
 
 // operatorPhase creates one ClusterUpgradeOperation per simulated cluster
@@ -104,6 +107,19 @@ func (e *env) operatorPhase(ctx context.Context, res *Results) error {
 	// Later flags win: the metrics address is known, the cloud is instant.
 	stack.OperatorArgs = append(slices.Clone(saved), operatorArgs...)
 	stack.OperatorArgs = append(stack.OperatorArgs, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort))
+	if e.profileDir != "" {
+		if hasFlag(filepath.Join(e.binDir, "ops-operator"), pprofFlag) {
+			port, err := testenv.FreePort()
+			if err != nil {
+				return err
+			}
+			addr := fmt.Sprintf("127.0.0.1:%d", port)
+			stack.OperatorArgs = append(stack.OperatorArgs, pprofFlag+"="+addr)
+			e.opProf = newProfiler("operator", addr, e.profileDir)
+		} else {
+			res.ProfileErrors = append(res.ProfileErrors, "ops-operator: this build has no "+pprofFlag)
+		}
+	}
 	res.Settings.OperatorArgs = append(slices.Clone(saved), operatorArgs...)
 	e.logf("Starting ops-operator: %s", strings.Join(res.Settings.OperatorArgs, " "))
 	if err := e.st.StartOperator(ctx); err != nil {
@@ -122,6 +138,11 @@ func (e *env) operatorPhase(ctx context.Context, res *Results) error {
 	o := &OperatorResult{Operations: n}
 	res.Operator = o
 	e.logf("Creating %d ClusterUpgradeOperations at once; waiting until all are finished (at most %s)", n, cfg.OperatorTimeout)
+	var cpu *cpuSession
+	if e.opProf != nil {
+		// The run, or its first operatorProfileLimit.
+		cpu = e.opProf.startCPU(ctx, operatorProfileLimit)
+	}
 	start := time.Now()
 	created := RunN(ctx, n, n, func(ctx context.Context, _, seq int) (int, error) {
 		return 0, e.kube.Create(ctx, upgradeCopy(e.upTemplate, stack.Namespace, opCluster(seq)))
@@ -149,6 +170,19 @@ func (e *env) operatorPhase(ctx context.Context, res *Results) error {
 	}
 	o.Seconds = time.Since(start).Seconds()
 	o.TimedOut = !done
+	if cpu != nil {
+		what := fmt.Sprintf("ops-operator during the throughput run of %d operations (its first %s at most)", n, operatorProfileLimit)
+		e.saveProfile(res, "ops-operator CPU", func() (ProfileSummary, error) {
+			prof, err := cpu.stop()
+			if err != nil {
+				return ProfileSummary{}, err
+			}
+			return e.opProf.save("cpu", "throughput", what, prof)
+		})
+		e.saveProfile(res, "ops-operator heap", func() (ProfileSummary, error) {
+			return e.opProf.heap(ctx, "after throughput", fmt.Sprintf("ops-operator after the throughput run of %d operations (after a GC)", n))
+		})
+	}
 	var took []time.Duration
 	var firstFailure string
 	for _, op := range list.Items {

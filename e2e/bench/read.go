@@ -43,6 +43,12 @@ func (e *env) readPhase(ctx context.Context, res *Results) error {
 	res.Footprint.CachedObjects = cfg.VMClusters + cfg.Upgrades
 	res.Footprint.APIServerIdleRSSMiB = MiB(idle.RSS)
 	e.logf("ops-apiserver RSS idle with %d objects cached: %.0f MiB", res.Footprint.CachedObjects, MiB(idle.RSS))
+	if e.apiProf != nil {
+		what := fmt.Sprintf("ops-apiserver idle with %d vmclusters and %d upgrade operations cached (after a GC)", cfg.VMClusters, cfg.Upgrades)
+		e.saveProfile(res, "ops-apiserver idle heap", func() (ProfileSummary, error) {
+			return e.apiProf.heap(ctx, fmt.Sprintf("idle %d objects", res.Footprint.CachedObjects), what)
+		})
+	}
 	sampler := SampleRSS(ctx, e.apiPID, 100*time.Millisecond)
 
 	ns := stack.Namespace
@@ -93,19 +99,28 @@ func (e *env) readPhase(ctx context.Context, res *Results) error {
 	}
 	for _, r := range rows {
 		c := Comparison{Name: r.name, Clients: cfg.Clients, OpsRequest: r.opsReq, KubeRequest: r.kubeReq}
-		if cfg.Warmup > 0 {
-			RunFor(ctx, cfg.Clients, cfg.Warmup, r.ops)
+		var prof cpuCollector
+		// Alternating sides, so that both see the same drift of the
+		// machine; ops-apiserver is profiled during each of its runs.
+		for range cfg.Repeats {
+			if cfg.Warmup > 0 {
+				RunFor(ctx, cfg.Clients, cfg.Warmup, r.ops)
+			}
+			c.OpsRuns = append(c.OpsRuns, Summarize(e.profiledFor(ctx, &prof, cfg.Duration, func() Sample {
+				return RunFor(ctx, cfg.Clients, cfg.Duration, r.ops)
+			})))
+			if cfg.Warmup > 0 {
+				RunFor(ctx, cfg.Clients, cfg.Warmup, r.kube)
+			}
+			c.KubeRuns = append(c.KubeRuns, Summarize(RunFor(ctx, cfg.Clients, cfg.Duration, r.kube)))
+			if ctx.Err() != nil {
+				sampler.Stop()
+				return ctx.Err()
+			}
 		}
-		c.Ops = Summarize(RunFor(ctx, cfg.Clients, cfg.Duration, r.ops))
-		if cfg.Warmup > 0 {
-			RunFor(ctx, cfg.Clients, cfg.Warmup, r.kube)
-		}
-		c.Kube = Summarize(RunFor(ctx, cfg.Clients, cfg.Duration, r.kube))
-		if ctx.Err() != nil {
-			sampler.Stop()
-			return ctx.Err()
-		}
-		e.logf("  %s: ops-apiserver %.0f req/s p50 %s ms p99 %s ms (%d errors); kube-apiserver %.0f req/s p50 %s ms p99 %s ms (%d errors)", c.Name,
+		c.Ops, c.Kube = MedianStats(c.OpsRuns), MedianStats(c.KubeRuns)
+		e.saveCPU(res, &prof, "read "+r.name, fmt.Sprintf("ops-apiserver during the %d ops-apiserver runs of \"%s\" (%d clients, %s each)", cfg.Repeats, r.name, cfg.Clients, cfg.Duration))
+		e.logf("  %s (median of %d): ops-apiserver %.0f req/s p50 %s ms p99 %s ms (%d errors); kube-apiserver %.0f req/s p50 %s ms p99 %s ms (%d errors)", c.Name, cfg.Repeats,
 			c.Ops.PerSecond, fmtMs(c.Ops.P50Ms), fmtMs(c.Ops.P99Ms), c.Ops.Errors, c.Kube.PerSecond, fmtMs(c.Kube.P50Ms), fmtMs(c.Kube.P99Ms), c.Kube.Errors)
 		res.Read = append(res.Read, c)
 	}

@@ -9,15 +9,24 @@ import (
 
 // Settings are the sizes and durations a run used.
 type Settings struct {
-	VMClusters      int      `json:"vmclusters"`
-	Upgrades        int      `json:"upgradeOperations"`
-	UpgradeClusters int      `json:"upgradeClusters"`
-	Clients         int      `json:"clients"`
-	Duration        string   `json:"duration"`
-	Warmup          string   `json:"warmup"`
-	WriteSerial     int      `json:"writeSerial"`
-	RunningN        int      `json:"runningN"`
-	RunningTimeout  string   `json:"runningTimeout"`
+	VMClusters      int    `json:"vmclusters"`
+	Upgrades        int    `json:"upgradeOperations"`
+	UpgradeClusters int    `json:"upgradeClusters"`
+	Clients         int    `json:"clients"`
+	Duration        string `json:"duration"`
+	Warmup          string `json:"warmup"`
+	WriteSerial     int    `json:"writeSerial"`
+	// Repeats is the number of runs per side of each ratio row; the row
+	// shows their medians.
+	Repeats        int    `json:"repeats"`
+	RunningSizes   []int  `json:"runningSizes"`
+	RunningTimeout string `json:"runningTimeout"`
+	// ScaleSizes are the vmcluster counts of the cost curve, ScaleDuration
+	// its list run per count.
+	ScaleSizes    []int  `json:"scaleSizes"`
+	ScaleDuration string `json:"scaleDuration"`
+	// ProfileDir holds the profiles of the run ("" when none were taken).
+	ProfileDir      string   `json:"profileDir"`
 	OperatorOps     int      `json:"operatorOperations"`
 	OperatorNodes   int      `json:"operatorNodesPerGroup"`
 	OperatorTimeout string   `json:"operatorTimeout"`
@@ -27,15 +36,23 @@ type Settings struct {
 }
 
 // Comparison is one request measured through ops-apiserver and, side by
-// side, its equivalent sent straight to kube-apiserver.
+// side, its equivalent sent straight to kube-apiserver. A row of several
+// runs per side (alternating: ops-apiserver, kube-apiserver, ...) keeps
+// each run in OpsRuns and KubeRuns; Ops and Kube are then their medians
+// (MedianStats: req/s and latencies; requests and errors are totals).
 type Comparison struct {
-	Name        string `json:"name"`
-	Clients     int    `json:"clients"`
-	OpsRequest  string `json:"opsRequest"`
-	KubeRequest string `json:"kubeRequest"`
-	Ops         Stats  `json:"opsApiserver"`
-	Kube        Stats  `json:"kubeApiserver"`
+	Name        string  `json:"name"`
+	Clients     int     `json:"clients"`
+	OpsRequest  string  `json:"opsRequest"`
+	KubeRequest string  `json:"kubeRequest"`
+	Ops         Stats   `json:"opsApiserver"`
+	Kube        Stats   `json:"kubeApiserver"`
+	OpsRuns     []Stats `json:"opsApiserverRuns,omitempty"`
+	KubeRuns    []Stats `json:"kubeApiserverRuns,omitempty"`
 }
+
+// Runs is the number of runs per side (1 for a row of one run).
+func (c Comparison) Runs() int { return max(len(c.OpsRuns), 1) }
 
 // ThroughputRatio is ops-apiserver's req/s over kube-apiserver's.
 func (c Comparison) ThroughputRatio() float64 { return Ratio(c.Ops.PerSecond, c.Kube.PerSecond) }
@@ -103,6 +120,71 @@ type OperatorResult struct {
 	CloudRequestsPerOperation float64 `json:"mockCloudRequestsPerOperation"`
 }
 
+// ScalePoint is ops-apiserver at one vmcluster count of the cost curve.
+type ScalePoint struct {
+	VMClusters int `json:"vmclusters"`
+	// Created is how many vmclusters were added directly for this point,
+	// in CreateSeconds.
+	Created       int     `json:"created"`
+	CreateSeconds float64 `json:"createSeconds"`
+	// IdleRSSMiB is ops-apiserver's resident set, idle, once it settled
+	// (after the GC of the heap profile, when profiles are taken).
+	IdleRSSMiB float64 `json:"idleRSSMiB"`
+	// LiveHeapMiB is the in-use heap after a GC, from the heap profile (0:
+	// no profile).
+	LiveHeapMiB float64 `json:"liveHeapMiB,omitempty"`
+	// List is the list run (a page of 50) at this count.
+	List Stats `json:"listPageOf50"`
+	// Skipped says why the point was not measured.
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// ScaleResult is the cost curve: the list latency and ops-apiserver's
+// memory as vmclusters grow.
+type ScaleResult struct {
+	Points  []ScalePoint `json:"points"`
+	Clients int          `json:"clients"`
+	// UpgradeOperations stay cached at every point.
+	UpgradeOperations int `json:"upgradeOperations"`
+	// RSSPer1000MiB is the idle RSS added per 1,000 vmclusters between the
+	// first and the last measured point.
+	RSSPer1000MiB float64 `json:"rssPer1000VMClustersMiB"`
+	// HeapPer1000MiB is the same of the live heap (0: no profiles).
+	HeapPer1000MiB float64 `json:"liveHeapPer1000VMClustersMiB,omitempty"`
+	// CleanupSeconds is how long deleting the added vmclusters took.
+	CleanupSeconds float64 `json:"cleanupSeconds"`
+}
+
+// measured returns the points that were measured, in order.
+func (s *ScaleResult) measured() []ScalePoint {
+	var out []ScalePoint
+	for _, p := range s.Points {
+		if p.Skipped == "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// computeSlope sets RSSPer1000MiB from the first and last measured points.
+func (s *ScaleResult) computeSlope() {
+	m := s.measured()
+	if len(m) < 2 {
+		return
+	}
+	first, last := m[0], m[len(m)-1]
+	s.RSSPer1000MiB = Ratio(last.IdleRSSMiB-first.IdleRSSMiB, float64(last.VMClusters-first.VMClusters)/1000)
+	if first.LiveHeapMiB > 0 && last.LiveHeapMiB > 0 {
+		s.HeapPer1000MiB = Ratio(last.LiveHeapMiB-first.LiveHeapMiB, float64(last.VMClusters-first.VMClusters)/1000)
+	}
+}
+
+// PhaseTime is how long one phase of the run took.
+type PhaseTime struct {
+	Name    string  `json:"name"`
+	Seconds float64 `json:"seconds"`
+}
+
 // Footprint is the memory and size of the ops-server binaries.
 type Footprint struct {
 	// CachedObjects is what ops-apiserver's informers held while measured.
@@ -139,10 +221,17 @@ type Results struct {
 	Settings  Settings        `json:"settings"`
 	Read      []Comparison    `json:"read"`
 	Write     []Comparison    `json:"write"`
-	Running   *RunningResult  `json:"timeToRunning,omitempty"`
+	Running   []RunningResult `json:"timeToRunning,omitempty"`
+	Scale     *ScaleResult    `json:"costCurve,omitempty"`
 	Operator  *OperatorResult `json:"operator,omitempty"`
 	Footprint Footprint       `json:"footprint"`
 	Goals     []Goal          `json:"goals"`
+	// Profiles summarizes the profiles taken (Settings.ProfileDir);
+	// ProfileErrors are the captures that failed.
+	Profiles      []ProfileSummary `json:"profiles,omitempty"`
+	ProfileErrors []string         `json:"profileErrors,omitempty"`
+	// Phases is how long each phase took.
+	Phases []PhaseTime `json:"phases"`
 	// Errors are phases that could not be completed.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -209,15 +298,21 @@ func EvaluateGoals(r *Results) []Goal {
 	if writes == 0 {
 		goals = append(goals, Goal{Area: "write", Goal: "creates through the API: ≥ 0.8× (upgrade operation), ≥ 0.45× (vmcluster) a direct create", Result: "not run", Status: GoalNotMeasured})
 	}
-	if rr := r.Running; rr != nil && rr.Flux.Seconds > 0 {
+	running := 0
+	for _, rr := range r.Running {
+		if rr.Flux.Seconds <= 0 {
+			continue
+		}
+		running++
 		complete := !rr.Ops.TimedOut && !rr.Flux.TimedOut && rr.Ops.Ready == rr.N && rr.Flux.Ready == rr.N
 		res := fmt.Sprintf("%+.0f %% (%.1f s vs %.1f s for %d releases)", (rr.Ratio()-1)*100, rr.Ops.Seconds, rr.Flux.Seconds, rr.N)
 		if !complete {
 			res += fmt.Sprintf("; not all ready: ops-server %d/%d, Flux alone %d/%d", rr.Ops.Ready, rr.N, rr.Flux.Ready, rr.N)
 		}
-		goals = append(goals, Goal{Area: "time to RUNNING", Goal: fmt.Sprintf("ops-server adds ≤ %.0f %% to Flux alone", (goalRunningRatio-1)*100),
+		goals = append(goals, Goal{Area: "time to RUNNING", Goal: fmt.Sprintf("ops-server adds ≤ %.0f %% to Flux alone (%d releases)", (goalRunningRatio-1)*100, rr.N),
 			Result: res, Status: status(complete && rr.Ratio() <= goalRunningRatio)})
-	} else {
+	}
+	if running == 0 {
 		goals = append(goals, Goal{Area: "time to RUNNING", Goal: "ops-server adds ≤ 10 % to Flux alone", Result: "not run", Status: GoalNotMeasured})
 	}
 	if o := r.Operator; o != nil && o.Operations > 0 {

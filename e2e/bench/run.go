@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,24 +42,41 @@ type Config struct {
 	Duration        time.Duration
 	Warmup          time.Duration
 	WriteSerial     int
+	// Repeats is the number of runs per side of each ratio row (the read
+	// rows and the concurrent write rows), alternating sides; a row
+	// reports the medians.
+	Repeats int
 
-	// Time to RUNNING.
-	RunningN       int
+	// Cost curve: vmcluster counts (ascending; none skips it) and the
+	// list run at each.
+	ScaleSizes    []int
+	ScaleDuration time.Duration
+
+	// Time to RUNNING: releases per side, one run per size (none skips it).
+	RunningSizes   []int
 	RunningTimeout time.Duration
 
 	// Operator throughput.
 	OperatorOps     int
 	OperatorNodes   int
 	OperatorTimeout time.Duration
+
+	// ProfileDir receives the profiles of ops-apiserver and ops-operator
+	// ("" takes none).
+	ProfileDir string
 }
 
 // DefaultConfig is the run of `make bench`: the sizes of issue #12.
 func DefaultConfig() Config {
 	return Config{
 		VMClusters: 1000, Upgrades: 1000, UpgradeClusters: 1000, Clients: 32,
-		Duration: 10 * time.Second, Warmup: time.Second, WriteSerial: 50,
-		RunningN: 100, RunningTimeout: 5 * time.Minute,
+		Duration: 10 * time.Second, Warmup: time.Second, WriteSerial: 50, Repeats: 3,
+		ScaleSizes: []int{1000, 5000, 10000}, ScaleDuration: 5 * time.Second,
+		// 100 and 300 releases per side do not fit in the ~30 minutes of
+		// `make bench` on a 2-core machine (docs/benchmarks.md, section 4).
+		RunningSizes: []int{50, 100}, RunningTimeout: 5 * time.Minute,
 		OperatorOps: 200, OperatorNodes: 1, OperatorTimeout: 4 * time.Minute,
+		ProfileDir: filepath.Join("bin", "bench-profiles"),
 	}
 }
 
@@ -75,11 +94,33 @@ func (c Config) Validate() error {
 	if c.Duration <= 0 || c.Warmup < 0 {
 		errs = append(errs, errors.New("duration must be positive and warmup not negative"))
 	}
-	if c.WriteSerial < 0 || c.RunningN < 0 || c.OperatorOps < 0 || c.OperatorNodes < 0 {
-		errs = append(errs, errors.New("write-serial, running, operator-ops and operator-nodes must not be negative"))
+	if c.WriteSerial < 0 || c.OperatorOps < 0 || c.OperatorNodes < 0 {
+		errs = append(errs, errors.New("write-serial, operator-ops and operator-nodes must not be negative"))
 	}
-	if c.RunningN > 999 || c.OperatorOps > 999 {
-		errs = append(errs, errors.New("running and operator-ops are at most 999"))
+	if c.Repeats < 1 {
+		errs = append(errs, errors.New("repeats must be at least 1"))
+	}
+	if c.Repeats > 1 && min(c.VMClusters, c.Upgrades)-1-min(c.WriteSerial, c.VMClusters, c.Upgrades) < c.Repeats {
+		errs = append(errs, errors.New("too few vmclusters or upgrades for the concurrent creates to be split into repeats runs"))
+	}
+	for _, n := range c.RunningSizes {
+		if n < 1 || n > 999 {
+			errs = append(errs, fmt.Errorf("running sizes are 1 to 999, not %d", n))
+		}
+	}
+	if c.OperatorOps > 999 {
+		errs = append(errs, errors.New("operator-ops is at most 999"))
+	}
+	for i, n := range c.ScaleSizes {
+		if n < 1 || n > 99999 {
+			errs = append(errs, fmt.Errorf("scale sizes are 1 to 99999, not %d", n))
+		}
+		if i > 0 && n <= c.ScaleSizes[i-1] {
+			errs = append(errs, errors.New("scale sizes must be ascending"))
+		}
+	}
+	if len(c.ScaleSizes) > 0 && c.ScaleDuration <= 0 {
+		errs = append(errs, errors.New("scale-duration must be positive"))
 	}
 	return errors.Join(errs...)
 }
@@ -104,6 +145,11 @@ type env struct {
 	opsAPI *opsclient.Client
 	// apiPID is ops-apiserver's process.
 	apiPID int
+	// apiProf and opProf capture profiles of ops-apiserver and
+	// ops-operator (nil: none).
+	apiProf, opProf *profiler
+	// profileDir is Config.ProfileDir, absolute.
+	profileDir string
 	// Objects the API created, copied for the direct side.
 	vmTemplate *vmTemplate
 	upTemplate *opsv1.ClusterUpgradeOperation
@@ -129,7 +175,8 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	res := &Results{Started: time.Now(), Settings: Settings{
 		VMClusters: cfg.VMClusters, Upgrades: cfg.Upgrades, UpgradeClusters: cfg.UpgradeClusters,
 		Clients: cfg.Clients, Duration: cfg.Duration.String(), Warmup: cfg.Warmup.String(), WriteSerial: min(cfg.WriteSerial, cfg.VMClusters, cfg.Upgrades),
-		RunningN: cfg.RunningN, RunningTimeout: cfg.RunningTimeout.String(),
+		Repeats: cfg.Repeats, ScaleSizes: cfg.ScaleSizes, ScaleDuration: cfg.ScaleDuration.String(),
+		RunningSizes: cfg.RunningSizes, RunningTimeout: cfg.RunningTimeout.String(), ProfileDir: cfg.ProfileDir,
 		OperatorOps: cfg.OperatorOps, OperatorNodes: cfg.OperatorNodes, OperatorTimeout: cfg.OperatorTimeout.String(),
 	}}
 	e := &env{cfg: cfg}
@@ -143,7 +190,32 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			return nil, fmt.Errorf("%s: run `make build` first: %w", name, err)
 		}
 	}
-	if extra := apiserverExtraArgs(filepath.Join(binDir, "ops-apiserver")); len(extra) > 0 {
+	if cfg.ProfileDir != "" {
+		if e.profileDir, err = filepath.Abs(cfg.ProfileDir); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(e.profileDir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := cleanProfileDir(e.profileDir); err != nil {
+			return nil, err
+		}
+	}
+	extra := apiserverExtraArgs(filepath.Join(binDir, "ops-apiserver"))
+	if cfg.ProfileDir != "" {
+		if hasFlag(filepath.Join(binDir, "ops-apiserver"), pprofFlag) {
+			port, err := testenv.FreePort()
+			if err != nil {
+				return nil, err
+			}
+			addr := fmt.Sprintf("127.0.0.1:%d", port)
+			extra = append(extra, pprofFlag+"="+addr)
+			e.apiProf = newProfiler("apiserver", addr, e.profileDir)
+		} else {
+			res.ProfileErrors = append(res.ProfileErrors, "ops-apiserver: this build has no "+pprofFlag)
+		}
+	}
+	if len(extra) > 0 {
 		// The stack starts binaries from $OPS_BIN_DIR: a copy of bin/
 		// whose ops-apiserver adds the flags.
 		wrapped := filepath.Join(cfg.StateDir, "bin")
@@ -154,7 +226,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		if err := os.Setenv("OPS_BIN_DIR", wrapped); err != nil {
 			return nil, err
 		}
-		res.Settings.APIServerArgs = extra
+		res.Settings.APIServerArgs = shownArgs(extra)
 	}
 	port, err := testenv.FreePort()
 	if err != nil {
@@ -202,9 +274,12 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			e.logf("%s failed: %v", name, err)
 			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", name, err))
 		}
-		e.logf("== %s done in %s", name, time.Since(start).Round(time.Second))
+		took := time.Since(start)
+		res.Phases = append(res.Phases, PhaseTime{Name: name, Seconds: took.Seconds()})
+		e.logf("== %s done in %s", name, took.Round(time.Second))
 		return err == nil
 	}
+	res.Phases = append(res.Phases, PhaseTime{Name: "stack start", Seconds: time.Since(res.Started).Seconds()})
 	wrote := phase("write path", func() error { return e.writePhase(ctx, res) })
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -215,7 +290,13 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if cfg.RunningN > 0 {
+	if wrote && len(cfg.ScaleSizes) > 0 {
+		phase("cost curve", func() error { return e.scalePhase(ctx, res) })
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if len(cfg.RunningSizes) > 0 {
 		phase("time to RUNNING", func() error { return e.runningPhase(ctx, res) })
 	}
 	if ctx.Err() != nil {
@@ -313,4 +394,49 @@ func poll(ctx context.Context, interval, timeout time.Duration, fn func() (bool,
 		case <-time.After(interval):
 		}
 	}
+}
+
+// IntList is a flag.Value of comma-separated counts ("100,300"); an
+// empty value or "0" is no count.
+func IntList(v *[]int) flag.Value { return (*intList)(v) }
+
+type intList []int
+
+func (l *intList) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.ReplaceAll(joinInts(*l), " ", "")
+}
+
+func (l *intList) Set(s string) error {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		n, err := strconv.Atoi(part)
+		if err != nil {
+			return fmt.Errorf("%q is not a count", part)
+		}
+		if n != 0 {
+			out = append(out, n)
+		}
+	}
+	*l = out
+	return nil
+}
+
+// shownArgs are args as the page shows them: the free loopback port of
+// --pprof-bind-address changes every run.
+func shownArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.HasPrefix(a, pprofFlag+"=") {
+			a = pprofFlag + "=127.0.0.1:<free port>"
+		}
+		out[i] = a
+	}
+	return out
 }

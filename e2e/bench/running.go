@@ -19,12 +19,10 @@ import (
 	"github.com/tidbcloud/ops-server/operator/testenv"
 )
 
-// runningPhase times N vmclusters POSTed at once until RUNNING, then N
-// equivalent HelmReleases created directly until Ready.
+// runningPhase runs runningSize for each size of Config.RunningSizes, in
+// order, uninstalling the releases of one size before the next.
 func (e *env) runningPhase(ctx context.Context, res *Results) error {
 	cfg := e.cfg
-	n := cfg.RunningN
-	rr := &RunningResult{N: n}
 	if e.vmTemplate == nil {
 		return fmt.Errorf("no vmcluster was created by the write path to copy")
 	}
@@ -49,6 +47,37 @@ func (e *env) runningPhase(ctx context.Context, res *Results) error {
 	}
 	e.st.Flux = f
 
+	for i, n := range cfg.RunningSizes {
+		if i > 0 {
+			e.logf("Deleting the %d HelmReleases of Flux alone; waiting for the uninstalls", cfg.RunningSizes[i-1])
+			if err := e.kube.DeleteAllOf(ctx, &helmv2.HelmRelease{}, client.InNamespace(stack.Namespace), stack.NotStack()); err != nil {
+				return err
+			}
+			if err := e.kube.DeleteAllOf(ctx, &sourcev1.HelmRepository{}, client.InNamespace(stack.Namespace), stack.NotStack()); err != nil {
+				return err
+			}
+			if err := e.waitReleasesGone(ctx, cfg.RunningTimeout, ""); err != nil {
+				return err
+			}
+		}
+		rr := RunningResult{N: n}
+		err := e.runningSize(ctx, &rr)
+		if rr.Ops.Seconds > 0 || rr.Flux.Seconds > 0 {
+			res.Running = append(res.Running, rr)
+		}
+		if err != nil {
+			return fmt.Errorf("%d releases: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// runningSize times rr.N vmclusters POSTed at once until RUNNING, then
+// rr.N equivalent HelmReleases created directly until Ready.
+func (e *env) runningSize(ctx context.Context, rr *RunningResult) error {
+	cfg := e.cfg
+	n := rr.N
+	var err error
 	// ops-server: POST at once, poll GET /vmclusters.
 	e.logf("POSTing %d vmclusters at once; waiting until all are RUNNING (at most %s)", n, cfg.RunningTimeout)
 	apiName := func(i int) string { return fmt.Sprintf("run-api-%03d", i) }
@@ -77,7 +106,6 @@ func (e *env) runningPhase(ctx context.Context, res *Results) error {
 	if err != nil {
 		return err
 	}
-	res.Running = rr
 	e.logf("  ops-server: %d/%d RUNNING after %.1f s (%d FAILED)", rr.Ops.Ready, n, rr.Ops.Seconds, rr.Ops.Failed)
 
 	// Delete them through the API and wait for the uninstalls.

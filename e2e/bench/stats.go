@@ -72,3 +72,54 @@ func truncate(s string, n int) string {
 	}
 	return s
 }
+
+// MedianStats combines the runs of one side of a row: the median of each
+// rate and latency (req/s, p50, p99, max), the totals of requests, errors
+// and seconds, the mean response size over every request and the first
+// error. Zero runs give zero Stats.
+func MedianStats(runs []Stats) Stats {
+	var st Stats
+	if len(runs) == 0 {
+		return st
+	}
+	var bytes float64
+	for _, r := range runs {
+		st.Requests += r.Requests
+		st.Errors += r.Errors
+		st.Seconds += r.Seconds
+		bytes += r.MeanBytes * float64(r.Requests)
+		if st.FirstError == "" {
+			st.FirstError = r.FirstError
+		}
+	}
+	if st.Requests > 0 {
+		st.MeanBytes = bytes / float64(st.Requests)
+	}
+	pick := func(f func(Stats) float64) float64 {
+		v := make([]float64, len(runs))
+		for i, r := range runs {
+			v[i] = f(r)
+		}
+		return Median(v)
+	}
+	st.PerSecond = pick(func(s Stats) float64 { return s.PerSecond })
+	st.P50Ms = pick(func(s Stats) float64 { return s.P50Ms })
+	st.P99Ms = pick(func(s Stats) float64 { return s.P99Ms })
+	st.MaxMs = pick(func(s Stats) float64 { return s.MaxMs })
+	return st
+}
+
+// Median is the middle value of v (the mean of the two middle ones for an
+// even count; 0 for none). It does not change v.
+func Median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}

@@ -137,3 +137,29 @@ func TestRunForStopsWhenTheContextEnds(t *testing.T) {
 	g.Expect(ctx.Err()).To(HaveOccurred())
 	g.Expect(len(s.Latencies)).To(BeNumerically("<", 10))
 }
+
+func TestMedian(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(Median(nil)).To(Equal(0.0))
+	g.Expect(Median([]float64{5})).To(Equal(5.0))
+	v := []float64{9, 1, 5}
+	g.Expect(Median(v)).To(Equal(5.0))
+	g.Expect(v).To(Equal([]float64{9, 1, 5}), "unchanged")
+	g.Expect(Median([]float64{4, 1, 3, 2})).To(Equal(2.5))
+}
+
+func TestMedianStats(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(MedianStats(nil)).To(Equal(Stats{}))
+	runs := []Stats{
+		{Requests: 100, PerSecond: 10, P50Ms: 3, P99Ms: 30, MaxMs: 50, Seconds: 10, MeanBytes: 100},
+		{Requests: 300, Errors: 2, PerSecond: 30, P50Ms: 1, P99Ms: 10, MaxMs: 90, Seconds: 10, MeanBytes: 200, FirstError: "boom"},
+		{Requests: 200, PerSecond: 20, P50Ms: 2, P99Ms: 90, MaxMs: 60, Seconds: 10, MeanBytes: 300, FirstError: "later"},
+	}
+	g.Expect(MedianStats(runs)).To(Equal(Stats{
+		Requests: 600, Errors: 2, Seconds: 30,
+		// Each the median of its own values, not the values of one run.
+		PerSecond: 20, P50Ms: 2, P99Ms: 30, MaxMs: 60,
+		MeanBytes: (100*100 + 300*200 + 200*300) / 600.0, FirstError: "boom",
+	}))
+}

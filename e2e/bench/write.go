@@ -120,10 +120,10 @@ func (e *env) writePhase(ctx context.Context, res *Results) error {
 	}
 	serialVM := min(serial, cfg.VMClusters-1)
 	e.logf("POST %s: %d by one client, then %d by %d clients; the same objects directly", vmclustersPath, serialVM, cfg.VMClusters-1-serialVM, cfg.Clients)
-	res.Write = append(res.Write, e.compareWrites(ctx, "create a vmcluster", 1, serialVM,
-		"POST "+vmclustersPath, "POST helmreleases, POST helmrepositories", apiVM(1), directVM(1)))
-	res.Write = append(res.Write, e.compareWrites(ctx, "create a vmcluster", cfg.Clients, cfg.VMClusters-1-serialVM,
-		"POST "+vmclustersPath, "POST helmreleases, POST helmrepositories", apiVM(1+serialVM), directVM(1+serialVM)))
+	res.Write = append(res.Write, e.compareWrites(ctx, res, "create a vmcluster", 1, 1, 1, serialVM,
+		"POST "+vmclustersPath, "POST helmreleases, POST helmrepositories", apiVM, directVM))
+	res.Write = append(res.Write, e.compareWrites(ctx, res, "create a vmcluster", cfg.Clients, cfg.Repeats, 1+serialVM, cfg.VMClusters-1-serialVM,
+		"POST "+vmclustersPath, "POST helmreleases, POST helmrepositories", apiVM, directVM))
 
 	// Upgrade operations, the same way.
 	name, _, err := e.postUpgrade(ctx, upgradeCluster(0, cfg.UpgradeClusters))
@@ -150,10 +150,10 @@ func (e *env) writePhase(ctx context.Context, res *Results) error {
 	}
 	serialUp := min(serial, cfg.Upgrades-1)
 	e.logf("POST %s: %d by one client, then %d by %d clients; the same objects directly", upgradesPath, serialUp, cfg.Upgrades-1-serialUp, cfg.Clients)
-	res.Write = append(res.Write, e.compareWrites(ctx, "create an upgrade operation", 1, serialUp,
-		"POST "+upgradesPath, "POST clusterupgradeoperations", apiUp(1), directUp(1)))
-	res.Write = append(res.Write, e.compareWrites(ctx, "create an upgrade operation", cfg.Clients, cfg.Upgrades-1-serialUp,
-		"POST "+upgradesPath, "POST clusterupgradeoperations", apiUp(1+serialUp), directUp(1+serialUp)))
+	res.Write = append(res.Write, e.compareWrites(ctx, res, "create an upgrade operation", 1, 1, 1, serialUp,
+		"POST "+upgradesPath, "POST clusterupgradeoperations", apiUp, directUp))
+	res.Write = append(res.Write, e.compareWrites(ctx, res, "create an upgrade operation", cfg.Clients, cfg.Repeats, 1+serialUp, cfg.Upgrades-1-serialUp,
+		"POST "+upgradesPath, "POST clusterupgradeoperations", apiUp, directUp))
 
 	for _, c := range res.Write {
 		if c.Ops.Errors > 0 {
@@ -168,16 +168,39 @@ func (e *env) writePhase(ctx context.Context, res *Results) error {
 	return ctx.Err()
 }
 
-// compareWrites sends n creates through each side with clients workers,
-// the API side first (n = 0 gives an empty row).
-func (e *env) compareWrites(ctx context.Context, name string, clients, n int, opsReq, kubeReq string, api, direct Request) Comparison {
+// compareWrites creates objects offset..offset+n-1 through each side
+// with clients workers: in repeats runs per side of about n/repeats
+// objects each, alternating (API, direct, API, ...), so that the total
+// stays n (n = 0 gives an empty row). A row of several runs reports their
+// medians, and ops-apiserver is profiled during its runs.
+func (e *env) compareWrites(ctx context.Context, res *Results, name string, clients, repeats, offset, n int, opsReq, kubeReq string, api, direct func(offset int) Request) Comparison {
 	c := Comparison{Name: fmt.Sprintf("%s, %d client(s)", name, clients), Clients: clients, OpsRequest: opsReq, KubeRequest: kubeReq}
 	if n <= 0 {
 		return c
 	}
-	c.Ops = Summarize(RunN(ctx, clients, n, api))
-	c.Kube = Summarize(RunN(ctx, clients, n, direct))
-	e.logf("  %s: ops-apiserver %.0f/s p50 %s ms p99 %s ms (%d errors); direct %.0f/s p50 %s ms p99 %s ms (%d errors)", c.Name,
+	repeats = max(min(repeats, n), 1)
+	var prof cpuCollector
+	start := offset
+	for i := range repeats {
+		size := n / repeats
+		if i < n%repeats {
+			size++
+		}
+		if repeats == 1 {
+			c.OpsRuns = append(c.OpsRuns, Summarize(RunN(ctx, clients, size, api(start))))
+		} else {
+			c.OpsRuns = append(c.OpsRuns, Summarize(e.profiledRun(ctx, &prof, func() Sample { return RunN(ctx, clients, size, api(start)) })))
+		}
+		c.KubeRuns = append(c.KubeRuns, Summarize(RunN(ctx, clients, size, direct(start))))
+		start += size
+	}
+	if repeats == 1 {
+		c.Ops, c.Kube, c.OpsRuns, c.KubeRuns = c.OpsRuns[0], c.KubeRuns[0], nil, nil
+	} else {
+		c.Ops, c.Kube = MedianStats(c.OpsRuns), MedianStats(c.KubeRuns)
+		e.saveCPU(res, &prof, "write "+c.Name, fmt.Sprintf("ops-apiserver during the %d ops-apiserver runs of \"%s\" (%d creates in all)", repeats, c.Name, n))
+	}
+	e.logf("  %s (median of %d): ops-apiserver %.0f/s p50 %s ms p99 %s ms (%d errors); direct %.0f/s p50 %s ms p99 %s ms (%d errors)", c.Name, repeats,
 		c.Ops.PerSecond, fmtMs(c.Ops.P50Ms), fmtMs(c.Ops.P99Ms), c.Ops.Errors, c.Kube.PerSecond, fmtMs(c.Kube.P50Ms), fmtMs(c.Kube.P99Ms), c.Kube.Errors)
 	return c
 }
