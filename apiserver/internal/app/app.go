@@ -37,6 +37,7 @@ import (
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/backups"
+	"github.com/tidbcloud/ops-server/apiserver/internal/cachetrim"
 	"github.com/tidbcloud/ops-server/apiserver/internal/components"
 	"github.com/tidbcloud/ops-server/apiserver/internal/config"
 	"github.com/tidbcloud/ops-server/apiserver/internal/docspage"
@@ -176,10 +177,16 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	a.cache, err = cache.New(restCfg, cache.Options{
 		Scheme:            scheme,
 		DefaultNamespaces: map[string]cache.Config{cfg.Namespace: {}, cfg.Upgrades.Namespace: {}, cfg.Backups.Namespace: {}},
+		// What the cache keeps of each kind: cachetrim (docs/apiserver.md,
+		// "Memory").
 		ByObject: map[client.Object]cache.ByObject{
-			&helmv2.HelmRelease{}: {Label: labels.SelectorFromSet(labels.Set{vmclusters.LabelManagedBy: vmclusters.ManagedBy})},
+			&helmv2.HelmRelease{}: {
+				Label:     labels.SelectorFromSet(labels.Set{vmclusters.LabelManagedBy: vmclusters.ManagedBy}),
+				Transform: cachetrim.Releases(),
+			},
+			&opsv1.ClusterUpgradeOperation{}: {Transform: cachetrim.Operations()},
 		},
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: cachetrim.Others(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building informer cache: %w", err)

@@ -12,20 +12,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tidbcloud/ops-server/apiserver/internal/cachetrim"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
+	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
 	"github.com/tidbcloud/ops-server/operator/testenv"
 )
 
 // StartCache starts, until ctx ends, an informer cache of env as
 // ops-apiserver's: the HelmReleases it manages, indexed by UID, and
-// informers for the extra kinds; it returns once the cache has synced.
+// informers for the extra kinds, each trimmed as app.New trims it
+// (cachetrim); it returns once the cache has synced.
 func StartCache(ctx context.Context, env *testenv.Environment, extra ...client.Object) (cache.Cache, error) {
 	c, err := cache.New(env.Config, cache.Options{
 		Scheme: env.Scheme,
 		ByObject: map[client.Object]cache.ByObject{
-			&helmv2.HelmRelease{}: {Label: labels.SelectorFromSet(labels.Set{vmclusters.LabelManagedBy: vmclusters.ManagedBy})},
+			&helmv2.HelmRelease{}: {
+				Label:     labels.SelectorFromSet(labels.Set{vmclusters.LabelManagedBy: vmclusters.ManagedBy}),
+				Transform: cachetrim.Releases(),
+			},
+			&opsv1.ClusterUpgradeOperation{}: {Transform: cachetrim.Operations()},
 		},
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: cachetrim.Others(),
 	})
 	if err != nil {
 		return nil, err
