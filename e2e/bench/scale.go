@@ -8,6 +8,7 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/e2e/stack"
@@ -150,7 +151,17 @@ func (e *env) settledRSS(ctx context.Context) (float64, error) {
 // object) and waits until ops-apiserver lists none.
 func (e *env) deleteVMClusters(ctx context.Context) error {
 	for _, obj := range []client.Object{&helmv2.HelmRelease{}, &sourcev1.HelmRepository{}} {
-		if err := e.kube.DeleteAllOf(ctx, obj, client.InNamespace(stack.Namespace), stack.NotStack()); err != nil {
+		// A collection delete of 10,000 objects outlasts kube-apiserver's
+		// request timeout (a 504 while it goes on deleting): send it again
+		// until it answers, the objects left fewer each time.
+		var err error
+		for range 10 {
+			if err = e.kube.DeleteAllOf(ctx, obj, client.InNamespace(stack.Namespace), stack.NotStack()); !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) {
+				break
+			}
+			e.logf("  the collection delete timed out on the server; sending it again")
+		}
+		if err != nil {
 			return err
 		}
 	}

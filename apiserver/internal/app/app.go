@@ -224,7 +224,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return nil, err
 	}
 	up := &upgrades.Service{Reader: a.cache, Live: kube, Indexed: true, Writer: kube, Namespace: cfg.Upgrades.Namespace, Providers: registry, Caller: auth.CallerName}
-	if up.Index, err = objindex.New[*opsv1.ClusterUpgradeOperation](ctx, a.cache, cfg.Upgrades.Namespace); err != nil {
+	if up.Index, err = objindex.New(ctx, a.cache, cfg.Upgrades.Namespace, upgrades.Order); err != nil {
 		return nil, fmt.Errorf("indexing ClusterUpgradeOperations: %w", err)
 	}
 	up.Views = objindex.NewMemo[upgrades.Operation](up.Index)

@@ -3,6 +3,7 @@ package listing
 import (
 	"cmp"
 	"slices"
+	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,32 @@ func Page[T any](items []T, cmp func(a, b T) int, after func(T) bool, size int) 
 	}
 	slices.SortFunc(h.items, cmp)
 	return h.items, more
+}
+
+// PageSorted is Page over items already sorted in the list's order (an
+// index's snapshot): the page starts at the first item after accepts,
+// found by binary search (after must be monotone over items, as By's
+// is), and takes the next size items keep accepts (nil keeps all). The
+// cost is that of the page, not of the list. items is left as it was.
+func PageSorted[T any](items []T, after func(T) bool, keep func(T) bool, size int) (page []T, more bool) {
+	if size <= 0 {
+		size = DefaultPageSize
+	}
+	start := 0
+	if after != nil {
+		start = sort.Search(len(items), func(i int) bool { return after(items[i]) })
+	}
+	page = make([]T, 0, min(size, len(items)-start))
+	for _, it := range items[start:] {
+		if keep != nil && !keep(it) {
+			continue
+		}
+		if len(page) == size {
+			return page, true
+		}
+		page = append(page, it)
+	}
+	return page, false
 }
 
 // ByName returns Page's cmp and after for a list by name: name gives an

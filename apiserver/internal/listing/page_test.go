@@ -186,3 +186,49 @@ func TestOrders(t *testing.T) {
 	g.Expect(ptrs).To(HaveLen(3))
 	g.Expect(ptrs[1]).To(BeIdenticalTo(&items[1]))
 }
+
+// TestPageSortedIsPage: on items already sorted, PageSorted returns the
+// page Page returns on the same items filtered by keep, for cursors that
+// are items' and cursors that are not (a deleted item's), in both orders.
+func TestPageSortedIsPage(t *testing.T) {
+	g := NewWithT(t)
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for range 1000 {
+		n, size := rnd.IntN(150), 1+rnd.IntN(60)
+		objs := make([]*metav1.ObjectMeta, n)
+		for i := range objs {
+			objs[i] = object(fmt.Sprintf("o%03d", rnd.IntN(1000)), int64(rnd.IntN(20)))
+			objs[i].Name += fmt.Sprintf("-%d", i) // names are unique in a list
+		}
+		var from *Key
+		if rnd.IntN(3) > 0 {
+			k := Key{Created: int64(rnd.IntN(20)), Name: fmt.Sprintf("o%03d", rnd.IntN(1000))}
+			if n > 0 && rnd.IntN(2) == 0 {
+				k = KeyOf(objs[rnd.IntN(n)])
+			}
+			from = &k
+		}
+		mod := 1 + rnd.IntN(4)
+		keep := func(o *metav1.ObjectMeta) bool { return len(o.Name)%mod != 0 || mod == 1 }
+		compare, after := NewestFirst(KeyOf[*metav1.ObjectMeta], from)
+
+		var kept []*metav1.ObjectMeta
+		for _, o := range objs {
+			if keep(o) {
+				kept = append(kept, o)
+			}
+		}
+		want, wantMore := Page(kept, compare, after, size)
+
+		sorted := slices.Clone(objs)
+		slices.SortFunc(sorted, compare)
+		before := slices.Clone(sorted)
+		got, more := PageSorted(sorted, after, keep, size)
+		g.Expect(objectNames(got)).To(Equal(objectNames(want)), "n=%d size=%d from=%v", n, size, from)
+		g.Expect(more).To(Equal(wantMore), "n=%d size=%d from=%v", n, size, from)
+		g.Expect(sorted).To(Equal(before), "items is left as it was")
+	}
+	page, more := PageSorted([]string{"a", "b", "c"}, nil, nil, 0)
+	g.Expect(page).To(Equal([]string{"a", "b", "c"}), "size 0 is the default page size")
+	g.Expect(more).To(BeFalse())
+}

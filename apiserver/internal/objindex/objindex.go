@@ -13,6 +13,8 @@ package objindex
 import (
 	"context"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -27,23 +29,31 @@ import (
 type Index[T client.Object] struct {
 	namespace string
 	synced    func() bool
+	// order sorts Sorted's snapshot; nil: by name.
+	order func(a, b T) int
 
 	mu     sync.RWMutex
 	byName map[string]T
 	byUID  map[types.UID]T
+	// changes counts the changes to the index; sorted is the snapshot of
+	// Sorted as of sortedAt changes.
+	changes  uint64
+	sorted   []T
+	sortedAt uint64
 	// gone are called with the UID of a deleted object (Memo.forget).
 	gone []func(types.UID)
 }
 
 // New registers the index's handlers on the informer of T's kind in c
-// (before or after the cache starts), for the objects of namespace.
-func New[T client.Object](ctx context.Context, c cache.Cache, namespace string) (*Index[T], error) {
+// (before or after the cache starts), for the objects of namespace. order
+// is the order of Sorted (nil: by name).
+func New[T client.Object](ctx context.Context, c cache.Cache, namespace string, order func(a, b T) int) (*Index[T], error) {
 	// A new T (a pointer type) names the informer's kind.
 	inf, err := c.GetInformer(ctx, reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T))
 	if err != nil {
 		return nil, err
 	}
-	x := &Index[T]{namespace: namespace, byName: map[string]T{}, byUID: map[types.UID]T{}}
+	x := &Index[T]{namespace: namespace, order: order, byName: map[string]T{}, byUID: map[types.UID]T{}}
 	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    x.set,
 		UpdateFunc: func(_, obj any) { x.set(obj) },
@@ -67,6 +77,7 @@ func (x *Index[T]) set(obj any) {
 	}
 	x.byName[o.GetName()] = o
 	x.byUID[o.GetUID()] = o
+	x.changes++
 	x.mu.Unlock()
 }
 
@@ -83,6 +94,7 @@ func (x *Index[T]) delete(obj any) {
 		delete(x.byName, o.GetName())
 	}
 	delete(x.byUID, o.GetUID())
+	x.changes++
 	gone := x.gone
 	x.mu.Unlock()
 	for _, f := range gone {
@@ -101,6 +113,36 @@ func (x *Index[T]) List() []T {
 	for _, o := range x.byName {
 		out = append(out, o)
 	}
+	return out
+}
+
+// Sorted returns every object in the index's order, as one snapshot
+// shared by the readers until the index changes (then the next call sorts
+// again): a page is then a binary search and the page's items
+// (listing.PageSorted), not a pass over every object. The slice is
+// shared: callers must not modify it.
+func (x *Index[T]) Sorted() []T {
+	x.mu.RLock()
+	if x.sorted != nil && x.sortedAt == x.changes {
+		defer x.mu.RUnlock()
+		return x.sorted
+	}
+	x.mu.RUnlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.sorted != nil && x.sortedAt == x.changes {
+		return x.sorted
+	}
+	out := make([]T, 0, len(x.byName))
+	for _, o := range x.byName {
+		out = append(out, o)
+	}
+	order := x.order
+	if order == nil {
+		order = func(a, b T) int { return strings.Compare(a.GetName(), b.GetName()) }
+	}
+	slices.SortFunc(out, order)
+	x.sorted, x.sortedAt = out, x.changes
 	return out
 }
 

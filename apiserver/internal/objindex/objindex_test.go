@@ -1,6 +1,7 @@
 package objindex
 
 import (
+	"strings"
 	"testing"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -88,4 +89,34 @@ func TestMemoDerivesOncePerVersion(t *testing.T) {
 
 	var none *Memo[string]
 	g.Expect(none.Get(v1, derive(v1))).To(Equal("a@10"), "a nil Memo derives")
+}
+
+func TestSortedSnapshot(t *testing.T) {
+	g := NewWithT(t)
+	x := newIndex()
+	x.set(hr("obs", "b", "2", "1"))
+	x.set(hr("obs", "c", "3", "1"))
+	x.set(hr("obs", "a", "1", "1"))
+	first := x.Sorted()
+	g.Expect(names(first)).To(Equal([]string{"a", "b", "c"}), "by name without an order")
+	g.Expect(&x.Sorted()[0]).To(BeIdenticalTo(&first[0]), "one snapshot until the index changes")
+
+	x.set(hr("obs", "a", "1", "2"))
+	x.delete(hr("obs", "c", "3", "1"))
+	g.Expect(names(x.Sorted())).To(Equal([]string{"a", "b"}))
+	g.Expect(names(first)).To(Equal([]string{"a", "b", "c"}), "an earlier snapshot is not changed under its reader")
+
+	byUIDDesc := newIndex()
+	byUIDDesc.order = func(a, b *helmv2.HelmRelease) int { return strings.Compare(string(b.UID), string(a.UID)) }
+	byUIDDesc.set(hr("obs", "a", "1", "1"))
+	byUIDDesc.set(hr("obs", "b", "2", "1"))
+	g.Expect(names(byUIDDesc.Sorted())).To(Equal([]string{"b", "a"}), "in the index's order")
+}
+
+func names(items []*helmv2.HelmRelease) []string {
+	out := make([]string, 0, len(items))
+	for _, o := range items {
+		out = append(out, o.Name)
+	}
+	return out
 }

@@ -48,8 +48,9 @@ type Service struct {
 	// 503.
 	Watch *watch.Hub
 	// Index, optional, serves List, Get and find from the informer's own
-	// objects once it has synced (a list copies pointers, not every
-	// cached operation); Views keeps the API view of each of its
+	// objects once it has synced (a list is a binary search in its
+	// snapshot sorted by Order, not a copy of every cached operation);
+	// Views keeps the API view of each of its
 	// operations per version (nil: translated per request).
 	Index *objindex.Index[*opsv1.ClusterUpgradeOperation]
 	Views *objindex.Memo[Operation]
@@ -360,22 +361,31 @@ func decodeCursor(tok string) (cursor, bool) {
 
 // List returns one page, newest first (creation time, then name).
 func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, error) {
-	all, err := s.listShared(ctx, req.K8sClusterName)
-	if err != nil {
-		return ListResponse{}, err
-	}
-	items := all[:0]
-	for _, o := range all {
-		if matches(o, req) {
-			items = append(items, o)
-		}
-	}
 	var from *listing.Key
 	if req.After.Name != "" {
 		from = &listing.Key{Created: req.After.Created, Name: req.After.Name}
 	}
 	compare, after := listing.NewestFirst(listing.KeyOf[*opsv1.ClusterUpgradeOperation], from)
-	page, more := listing.Page(items, compare, after, req.PageSize)
+	keep := func(o *opsv1.ClusterUpgradeOperation) bool { return matches(o, req) }
+	var page []*opsv1.ClusterUpgradeOperation
+	var more bool
+	if s.Index != nil && s.Index.Synced() {
+		// Sorted newest first already (Order): the page is a binary
+		// search and the page's operations.
+		page, more = listing.PageSorted(s.Index.Sorted(), after, keep, req.PageSize)
+	} else {
+		all, err := s.listShared(ctx, req.K8sClusterName)
+		if err != nil {
+			return ListResponse{}, err
+		}
+		items := all[:0]
+		for _, o := range all {
+			if keep(o) {
+				items = append(items, o)
+			}
+		}
+		page, more = listing.Page(items, compare, after, req.PageSize)
+	}
 	out := ListResponse{UpgradeOperations: make([]Operation, 0, len(page))}
 	for _, o := range page {
 		out.UpgradeOperations = append(out.UpgradeOperations, s.view(o))
@@ -387,14 +397,17 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 	return out, nil
 }
 
+// Order is the order of the list, newest first (listing.Key.Compare): the
+// order of Index's snapshot.
+func Order(a, b *opsv1.ClusterUpgradeOperation) int {
+	return listing.KeyOf(a).Compare(listing.KeyOf(b))
+}
+
 // listShared returns the operations of the namespace (of one cluster
-// name, if cluster is set, or more), shared with the informer: callers
-// read them and never modify them. Copying every operation of the
-// namespace on every request was most of a list's cost.
+// name, if cluster is set, or more) from Reader without copies: callers
+// read them and never modify them (without Index: tests, and a list
+// before the index has synced).
 func (s *Service) listShared(ctx context.Context, cluster string) ([]*opsv1.ClusterUpgradeOperation, error) {
-	if s.Index != nil && s.Index.Synced() {
-		return s.Index.List(), nil
-	}
 	list := &opsv1.ClusterUpgradeOperationList{}
 	opts := []client.ListOption{client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy}
 	if s.Indexed && cluster != "" {

@@ -10,13 +10,13 @@ import (
 )
 
 // ReleaseIndex holds the managed HelmReleases of one namespace (the
-// informer's own objects, read only), by name and UID.
+// informer's own objects, read only), by name and UID, and sorted by name.
 type ReleaseIndex = objindex.Index[*helmv2.HelmRelease]
 
 // NewReleaseIndex registers the index's handlers on the HelmRelease
 // informer (before or after the cache starts).
 func NewReleaseIndex(ctx context.Context, c cache.Cache, namespace string) (*ReleaseIndex, error) {
-	return objindex.New[*helmv2.HelmRelease](ctx, c, namespace)
+	return objindex.New[*helmv2.HelmRelease](ctx, c, namespace, nil)
 }
 
 // Views keeps the API views of the indexed releases, per release version:

@@ -4,20 +4,23 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 )
 
-// listStore serves List from a fixed set, the way ReleaseIndex does (a new
-// slice of the shared objects).
+// listStore serves List from a fixed set, sorted by name, the way
+// ReleaseIndex does (its shared snapshot).
 type listStore struct {
 	Store
 	items []*helmv2.HelmRelease
 }
 
 func (s *listStore) List(context.Context) ([]*helmv2.HelmRelease, error) {
-	return slices.Clone(s.items), nil
+	out := slices.Clone(s.items)
+	slices.SortFunc(out, func(a, b *helmv2.HelmRelease) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }
 
 // BenchmarkList lists the first page of 50 of 1000 vmclusters, the read

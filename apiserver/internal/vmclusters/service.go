@@ -32,8 +32,8 @@ type Store interface {
 	// GetByUID returns the managed HelmRelease with this UID (NotFound if
 	// none).
 	GetByUID(ctx context.Context, uid string) (*helmv2.HelmRelease, error)
-	// List returns every managed HelmRelease, in no particular order. The
-	// items may be the cache's own objects: callers read them and never
+	// List returns every managed HelmRelease, sorted by name. The items
+	// (and the slice) may be the cache's own: callers read them and never
 	// modify them.
 	List(ctx context.Context) ([]*helmv2.HelmRelease, error)
 	// GetLive reads the HelmRelease name from the API server, managed or
@@ -305,21 +305,15 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 	if err != nil {
 		return ListResponse{}, fmt.Errorf("listing HelmReleases: %w", err)
 	}
-	// Filter and page the HelmReleases, then translate only the page:
-	// translating (and copying) every release on every request was most
-	// of a list's cost.
-	matched := make([]*helmv2.HelmRelease, 0, len(hrs))
-	for _, hr := range hrs {
-		if !IsManaged(hr) {
-			continue
-		}
-		if req.Status != "" && StatusOf(hr).Status != req.Status {
-			continue
-		}
-		matched = append(matched, hr)
+	// The releases come sorted by name: the page starts at the token's
+	// name (binary search) and only its releases are filtered and
+	// translated. Filtering, copying or translating every release on every
+	// request made a list's cost grow with the fleet.
+	_, after := listing.ByName(func(hr *helmv2.HelmRelease) string { return hr.Name }, req.After)
+	keep := func(hr *helmv2.HelmRelease) bool {
+		return IsManaged(hr) && (req.Status == "" || StatusOf(hr).Status == req.Status)
 	}
-	compare, after := listing.ByName(func(hr *helmv2.HelmRelease) string { return hr.Name }, req.After)
-	selected, more := listing.Page(matched, compare, after, req.PageSize)
+	selected, more := listing.PageSorted(hrs, after, keep, req.PageSize)
 	next := ""
 	if more {
 		next = EncodePageToken(selected[len(selected)-1].Name, req.Status)

@@ -3,6 +3,8 @@ package vmclusters
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/cachewait"
+	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 )
 
 // UIDIndex is the cache index of HelmReleases by metadata.uid.
@@ -87,7 +90,7 @@ func (s *KubeStore) GetByUID(ctx context.Context, uid string) (*helmv2.HelmRelea
 // cache.
 func (s *KubeStore) List(ctx context.Context) ([]*helmv2.HelmRelease, error) {
 	if s.Index != nil && s.Index.Synced() {
-		return s.Index.List(), nil
+		return s.Index.Sorted(), nil
 	}
 	var list helmv2.HelmReleaseList
 	// UnsafeDisableDeepCopy: the items are the cache's own objects (see
@@ -95,10 +98,8 @@ func (s *KubeStore) List(ctx context.Context) ([]*helmv2.HelmRelease, error) {
 	if err := s.Cache.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{LabelManagedBy: ManagedBy}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	out := make([]*helmv2.HelmRelease, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
+	out := listing.Pointers(list.Items)
+	slices.SortFunc(out, func(a, b *helmv2.HelmRelease) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
