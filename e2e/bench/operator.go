@@ -105,7 +105,7 @@ func (e *env) operatorPhase(ctx context.Context, res *Results) error {
 	saved := stack.OperatorArgs
 	defer func() { stack.OperatorArgs = saved }()
 	// Later flags win: the metrics address is known, the cloud is instant.
-	stack.OperatorArgs = append(slices.Clone(saved), operatorArgs...)
+	stack.OperatorArgs = append(append(slices.Clone(saved), operatorArgs...), cfg.OperatorExtraArgs...)
 	stack.OperatorArgs = append(stack.OperatorArgs, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort))
 	if e.profileDir != "" {
 		if hasFlag(filepath.Join(e.binDir, "ops-operator"), pprofFlag) {
@@ -120,7 +120,7 @@ func (e *env) operatorPhase(ctx context.Context, res *Results) error {
 			res.ProfileErrors = append(res.ProfileErrors, "ops-operator: this build has no "+pprofFlag)
 		}
 	}
-	res.Settings.OperatorArgs = append(slices.Clone(saved), operatorArgs...)
+	res.Settings.OperatorArgs = append(append(slices.Clone(saved), operatorArgs...), cfg.OperatorExtraArgs...)
 	e.logf("Starting ops-operator: %s", strings.Join(res.Settings.OperatorArgs, " "))
 	if err := e.st.StartOperator(ctx); err != nil {
 		return err

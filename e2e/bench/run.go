@@ -60,6 +60,9 @@ type Config struct {
 	OperatorOps     int
 	OperatorNodes   int
 	OperatorTimeout time.Duration
+	// OperatorExtraArgs are more ops-operator flags for its run (later
+	// flags win), e.g. --concurrent=16 to measure another setting.
+	OperatorExtraArgs []string
 
 	// ProfileDir receives the profiles of ops-apiserver and ops-operator
 	// ("" takes none).

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/tidbcloud/ops-server/e2e/bench"
@@ -37,6 +38,10 @@ func main() {
 	fs.Var(bench.IntList(&cfg.RunningSizes), "running", "releases per side of the time-to-RUNNING runs, one run per size (empty or 0 skips them)")
 	fs.DurationVar(&cfg.RunningTimeout, "running-timeout", cfg.RunningTimeout, "longest wait for the releases of one side to be ready")
 	fs.IntVar(&cfg.OperatorOps, "operator-ops", cfg.OperatorOps, "ClusterUpgradeOperations of the operator run (0 skips it)")
+	fs.Func("operator-args", "more ops-operator flags for the operator run, comma-separated (later flags win), e.g. --concurrent=16", func(v string) error {
+		cfg.OperatorExtraArgs = append(cfg.OperatorExtraArgs, strings.Split(v, ",")...)
+		return nil
+	})
 	fs.IntVar(&cfg.OperatorNodes, "operator-nodes", cfg.OperatorNodes, "nodes of each simulated cluster's node group in the operator run")
 	fs.DurationVar(&cfg.OperatorTimeout, "operator-timeout", cfg.OperatorTimeout, "longest wait for the operator run")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", cfg.ProfileDir, "directory of the CPU and heap profiles of ops-apiserver and ops-operator (empty takes none)")

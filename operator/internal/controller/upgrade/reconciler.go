@@ -72,7 +72,7 @@ func DefaultOptions() Options {
 		NodesReadyTimeout:       30 * time.Minute,
 		RolloutTimeout:          2 * time.Hour,
 		DrainTimeout:            time.Hour,
-		MaxConcurrentReconciles: 4,
+		MaxConcurrentReconciles: 16,
 		MaxRetryDelay:           skeleton.DefaultMaxRetryDelay,
 		WindowRecheckInterval:   time.Minute,
 	}
