@@ -30,5 +30,7 @@ func IndexFields(ctx context.Context, c cache.Cache) error {
 	}); err != nil {
 		return err
 	}
-	return c.IndexField(ctx, obj, clusterIndex, opsv1.ClusterNameOf)
+	return c.IndexField(ctx, obj, clusterIndex, func(o client.Object) []string {
+		return []string{o.(*opsv1.ClusterUpgradeOperation).Spec.K8sClusterName}
+	})
 }

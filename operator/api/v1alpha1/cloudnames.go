@@ -6,7 +6,6 @@ import (
 	"regexp"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Cloud naming rules: k8sClusterName, nodeGroupName and newNodeGroupName
@@ -140,13 +139,8 @@ const ACKTargetVersionRule = "cloud provider ack needs a minor such as 1.31 (res
 // (the CRD's selectableFields): a list with the field selector
 // spec.k8sClusterName=<name> gets only the operations of clusters of that
 // name from the API server. Readers on an informer cache or a fake
-// client index the same path under this name (ClusterNameOf).
+// client index spec.k8sClusterName under this name.
 const ClusterNameField = "spec.k8sClusterName"
-
-// ClusterNameOf is the index function of ClusterNameField.
-func ClusterNameOf(o client.Object) []string {
-	return []string{o.(*ClusterUpgradeOperation).Spec.K8sClusterName}
-}
 
 // LabelClusterName is the label of an operation naming its cluster's
 // k8sClusterName, so that `kubectl get -l` finds a cluster's operations;

@@ -155,7 +155,9 @@ func policyReconciler(t *testing.T, p cloud.Provider, k8sErr error) *Reconciler 
 	scheme, err := testenv.NewScheme(opsv1.AddToScheme)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	fail := func() error { return k8sErr }
-	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&opsv1.ClusterUpgradeOperation{}, opsv1.ClusterNameField, opsv1.ClusterNameOf).WithInterceptorFuncs(interceptor.Funcs{
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&opsv1.ClusterUpgradeOperation{}, opsv1.ClusterNameField, func(o client.Object) []string {
+		return []string{o.(*opsv1.ClusterUpgradeOperation).Spec.K8sClusterName}
+	}).WithInterceptorFuncs(interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if err := fail(); err != nil {
 				return err
