@@ -237,6 +237,18 @@ func SummarizeProfile(p *profile.Profile, n int) (ProfileSummary, error) {
 		s.Total += v
 		seen := map[string]bool{}
 		first := true
+		// count credits v to the frame name: flat to the sample's first
+		// (innermost) frame, cum once per sample to every frame.
+		count := func(name string) {
+			if first {
+				flat[name] += v
+				first = false
+			}
+			if !seen[name] {
+				seen[name] = true
+				cum[name] += v
+			}
+		}
 		for _, loc := range sample.Location {
 			// Line[0] is the innermost of the location's inlined calls.
 			for _, line := range loc.Line {
@@ -244,25 +256,10 @@ func SummarizeProfile(p *profile.Profile, n int) (ProfileSummary, error) {
 				if line.Function != nil {
 					name = line.Function.Name
 				}
-				if first {
-					flat[name] += v
-					first = false
-				}
-				if !seen[name] {
-					seen[name] = true
-					cum[name] += v
-				}
+				count(name)
 			}
 			if len(loc.Line) == 0 {
-				name := fmt.Sprintf("0x%x", loc.Address)
-				if first {
-					flat[name] += v
-					first = false
-				}
-				if !seen[name] {
-					seen[name] = true
-					cum[name] += v
-				}
+				count(fmt.Sprintf("0x%x", loc.Address))
 			}
 		}
 	}

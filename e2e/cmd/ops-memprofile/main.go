@@ -228,42 +228,42 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 
-	logf("POST %s ×%d", vmclustersPath, o.vmclusters)
-	if err := createAll(ctx, hc, o.clients, o.vmclusters, func(i int) (string, any) {
-		return api + vmclustersPath, map[string]any{"name": fmt.Sprintf("mem-vm-%04d", i), "values": vmValues}
-	}); err != nil {
-		return err
+	// Each stage adds objects through the API, waits until the API lists
+	// them, gives them the status their controller would write, and
+	// measures.
+	steps := []struct {
+		name, path, list, field, writer string
+		count                           int
+		body                            func(i int) any
+		statuses                        client.ObjectList
+		status                          func(client.Object) map[string]any
+	}{
+		{name: "1-vmclusters", path: vmclustersPath, list: "?page_size=1000", field: "vmclusters", writer: "helm-controller", count: o.vmclusters,
+			body:     func(i int) any { return map[string]any{"name": fmt.Sprintf("mem-vm-%04d", i), "values": vmValues} },
+			statuses: &helmv2.HelmReleaseList{}, status: releaseStatus},
+		{name: "2-upgrades", path: upgradesPath, list: "?pageSize=1000", field: "upgradeOperations", writer: "ops-operator", count: o.upgrades,
+			body:     func(i int) any { return upgradeBody(fmt.Sprintf("mem-cluster-%04d", i)) },
+			statuses: &opsv1.ClusterUpgradeOperationList{}, status: operationStatus},
 	}
-	if err := waitCount(ctx, hc, api+vmclustersPath+"?page_size=1000", "vmclusters", o.vmclusters); err != nil {
-		return err
-	}
-	if o.status {
-		logf("Writing the status of %d HelmReleases as helm-controller would", o.vmclusters)
-		if err := patchStatuses(ctx, env.Client, o.clients, &helmv2.HelmReleaseList{}, releaseStatus); err != nil {
+	objects := 0
+	for _, st := range steps {
+		logf("POST %s ×%d", st.path, st.count)
+		if err := createAll(ctx, hc, o.clients, st.count, func(i int) (string, any) { return api + st.path, st.body(i) }); err != nil {
 			return err
 		}
-	}
-	if err := measure("1-vmclusters", o.vmclusters); err != nil {
-		return err
-	}
-
-	logf("POST %s ×%d", upgradesPath, o.upgrades)
-	if err := createAll(ctx, hc, o.clients, o.upgrades, func(i int) (string, any) {
-		return api + upgradesPath, upgradeBody(fmt.Sprintf("mem-cluster-%04d", i))
-	}); err != nil {
-		return err
-	}
-	if err := waitCount(ctx, hc, api+upgradesPath+"?pageSize=1000", "upgradeOperations", o.upgrades); err != nil {
-		return err
-	}
-	if o.status {
-		logf("Writing the status of %d upgrade operations as ops-operator would", o.upgrades)
-		if err := patchStatuses(ctx, env.Client, o.clients, &opsv1.ClusterUpgradeOperationList{}, operationStatus); err != nil {
+		if err := waitCount(ctx, hc, api+st.path+st.list, st.field, st.count); err != nil {
 			return err
 		}
-	}
-	if err := measure("2-upgrades", o.vmclusters+o.upgrades); err != nil {
-		return err
+		if o.status {
+			logf("Writing the status of %d %s as %s would", st.count, st.field, st.writer)
+			if err := patchStatuses(ctx, env.Client, o.clients, st.statuses, st.status); err != nil {
+				return err
+			}
+		}
+		objects += st.count
+		if err := measure(st.name, objects); err != nil {
+			return err
+		}
 	}
 
 	fmt.Printf("ops-apiserver memory (%s; RSS after %s without requests; heap after a forced GC)\n\n", bin, o.quiet)
