@@ -29,8 +29,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -317,30 +315,23 @@ func patchStatuses(ctx context.Context, c client.Client, clients int, list clien
 	if err != nil {
 		return err
 	}
-	var next atomic.Int64
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	for range clients {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(items) || ctx.Err() != nil {
-					return
-				}
-				obj := items[i].(client.Object)
-				b, _ := json.Marshal(map[string]any{"status": status(obj)})
-				if err := c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, b)); err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Errorf("%s: %w", obj.GetName(), err))
-					mu.Unlock()
-					return
-				}
-			}
-		})
+	return ranAll(ctx, bench.RunN(ctx, clients, len(items), func(ctx context.Context, _, i int) (int, error) {
+		obj := items[i].(client.Object)
+		b, _ := json.Marshal(map[string]any{"status": status(obj)})
+		if err := c.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, b)); err != nil {
+			return 0, fmt.Errorf("%s: %w", obj.GetName(), err)
+		}
+		return 0, nil
+	}))
+}
+
+// ranAll is the error of a run of bench.RunN: its first error and how
+// many failed, or ctx's.
+func ranAll(ctx context.Context, run bench.Sample) error {
+	if run.Errors > 0 {
+		return fmt.Errorf("%d failed; first: %w", run.Errors, run.FirstError)
 	}
-	wg.Wait()
-	return errors.Join(append(errs, ctx.Err())...)
+	return ctx.Err()
 }
 
 // releaseStatus is the status helm-controller (v1.6) writes on a
@@ -494,35 +485,16 @@ func get(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
 
 // createAll POSTs n bodies with clients workers; every answer must be 202.
 func createAll(ctx context.Context, hc *http.Client, clients, n int, body func(int) (string, any)) error {
-	var next atomic.Int64
-	var mu sync.Mutex
-	var errs []error
-	var wg sync.WaitGroup
-	for range clients {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n || ctx.Err() != nil {
-					return
-				}
-				url, v := body(i)
-				err := post(ctx, hc, url, v)
-				// A 5xx (an overloaded control plane) is tried again
-				// twice; the API answers a retried create the same.
-				for try := 0; try < 2 && errors.Is(err, errServer); try++ {
-					err = post(ctx, hc, url, v)
-				}
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(append(errs, ctx.Err())...)
+	return ranAll(ctx, bench.RunN(ctx, clients, n, func(ctx context.Context, _, i int) (int, error) {
+		url, v := body(i)
+		err := post(ctx, hc, url, v)
+		// A 5xx (an overloaded control plane) is tried again twice; the
+		// API answers a retried create the same.
+		for try := 0; try < 2 && errors.Is(err, errServer); try++ {
+			err = post(ctx, hc, url, v)
+		}
+		return 0, err
+	}))
 }
 
 var errServer = errors.New("server error")
