@@ -105,17 +105,6 @@ func (x *Index[T]) delete(obj any) {
 // Synced reports whether the index has seen the informer's initial list.
 func (x *Index[T]) Synced() bool { return x.synced() }
 
-// List returns every object, in no particular order.
-func (x *Index[T]) List() []T {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	out := make([]T, 0, len(x.byName))
-	for _, o := range x.byName {
-		out = append(out, o)
-	}
-	return out
-}
-
 // Sorted returns every object in the index's order, as one snapshot
 // shared by the readers until the index changes (then the next call sorts
 // again): a page is then a binary search and the page's items

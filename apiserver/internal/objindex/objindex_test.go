@@ -25,7 +25,7 @@ func TestIndexHandlers(t *testing.T) {
 	x.set(hr("obs", "a", "1", "1"))
 	x.set(hr("obs", "b", "2", "1"))
 	x.set(hr("other", "c", "3", "1")) // another namespace of the cache
-	g.Expect(x.List()).To(HaveLen(2))
+	g.Expect(x.Sorted()).To(HaveLen(2))
 
 	updated := hr("obs", "a", "1", "2")
 	updated.Generation = 2
@@ -49,7 +49,7 @@ func TestIndexHandlers(t *testing.T) {
 
 	x.delete(hr("obs", "a", "1", "2"))
 	x.delete(toolscache.DeletedFinalStateUnknown{Key: "obs/b", Obj: hr("obs", "b", "4", "3")})
-	g.Expect(x.List()).To(BeEmpty())
+	g.Expect(x.Sorted()).To(BeEmpty())
 	_, ok = x.Get("a")
 	g.Expect(ok).To(BeFalse())
 	_, ok = x.GetByUID("4")
