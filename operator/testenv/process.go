@@ -2,10 +2,8 @@ package testenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -172,20 +170,6 @@ func (p *Process) WaitHTTPOK(ctx context.Context, url string, timeout time.Durat
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// FreePort returns a free TCP port on 127.0.0.1.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	addr, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, errors.New("unexpected listener address")
-	}
-	return addr.Port, nil
 }
 
 // ExitCode is the exit code of a process that has ended (-1 when it was
