@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,4 +37,25 @@ func TestFreePortReservesOutsideTheEphemeralRange(t *testing.T) {
 	_, port, _ := net.SplitHostPort(l.Addr().String())
 	n, _ := strconv.Atoi(port)
 	g.Expect(bindable(n)).To(BeFalse())
+}
+
+// The control plane's own ports (etcd's client and peer URLs and
+// kube-apiserver's secure port) are FreePort's, not envtest's choice in
+// the ephemeral range.
+func TestControlPlaneListensOnReservedPorts(t *testing.T) {
+	g := NewWithT(t)
+	env, err := Start(Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = env.Stop() }()
+	etcd := env.env.ControlPlane.Etcd
+	urls := []string{env.Config.Host, etcd.URL.String(), etcd.Configure().Get("listen-peer-urls").Get(nil)[0]}
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		g.Expect(err).NotTo(HaveOccurred())
+		port, err := strconv.Atoi(u.Port())
+		g.Expect(err).NotTo(HaveOccurred(), raw)
+		g.Expect(u.Hostname()).To(Equal("127.0.0.1"), raw)
+		g.Expect(port).To(BeNumerically(">=", portRangeLow), raw)
+		g.Expect(port).To(BeNumerically("<", ephemeralStart()), raw)
+	}
 }

@@ -11,9 +11,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -130,7 +133,22 @@ func Start(opts Options) (*Environment, error) {
 	for name, value := range opts.APIServerFlags {
 		env.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
-	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, DataDir: opts.EtcdDataDir}
+	// etcd's and kube-apiserver's ports come from FreePort, not envtest's
+	// own choice in the ephemeral range, where an outgoing connection of
+	// a test running in parallel can take a port before its server binds.
+	var ports [3]int
+	for i := range ports {
+		if ports[i], err = FreePort(); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{
+		Path: etcdPath, DataDir: opts.EtcdDataDir,
+		URL: &url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))},
+	}
+	env.ControlPlane.Etcd.Configure().Set("listen-peer-urls", "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])))
+	env.ControlPlane.GetAPIServer().SecurePort = ports[2]
 	// kubectl is only used by tests that ask for it; point at it anyway.
 	if kubectl, err := Binary("kubectl"); err == nil {
 		env.ControlPlane.KubectlPath = kubectl
