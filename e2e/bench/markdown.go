@@ -166,7 +166,7 @@ func (r *Results) Markdown() string {
 		w("| reconciles | %.0f (%.1f per operation, %.0f errors) |\n", o.Reconciles, Ratio(o.Reconciles, float64(o.Operations)), o.ReconcileErrors)
 		w("| reconciles/s | %.1f |\n", o.ReconcilesPerSecond)
 		w("| ops-operator peak RSS (VmHWM) | %.0f MiB |\n", o.PeakRSSMiB)
-		w("| kube-apiserver requests | %.0f (%.1f per operation) |\n", o.APIRequests, o.RequestsPerOperation)
+		w("| kube-apiserver requests | %.0f (%.2f per operation) |\n", o.APIRequests, o.RequestsPerOperation)
 		if len(o.RequestsByMethod) > 0 {
 			methods := make([]string, 0, len(o.RequestsByMethod))
 			for k := range o.RequestsByMethod {

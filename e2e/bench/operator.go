@@ -227,7 +227,7 @@ func (e *env) operatorPhase(ctx context.Context, res *Results) error {
 	if m, err := ReadMem(pid); err == nil {
 		o.PeakRSSMiB = MiB(m.Peak)
 	}
-	e.logf("  %d succeeded, %d failed in %.1f s; %.0f reconciles (%.1f/s); %.1f API requests per operation; peak RSS %.0f MiB",
+	e.logf("  %d succeeded, %d failed in %.1f s; %.0f reconciles (%.1f/s); %.2f API requests per operation; peak RSS %.0f MiB",
 		o.Succeeded, o.Failed, o.Seconds, o.Reconciles, o.ReconcilesPerSecond, o.RequestsPerOperation, o.PeakRSSMiB)
 	if o.Failed > 0 {
 		return fmt.Errorf("%d operations failed; first: %s", o.Failed, firstFailure)

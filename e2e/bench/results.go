@@ -326,7 +326,7 @@ func EvaluateGoals(r *Results) []Goal {
 				Status: status(done && o.Seconds <= goalOperatorSecs)},
 			Goal{Area: "operator", Goal: fmt.Sprintf("ops-operator peak RSS ≤ %.0f MiB", goalOperatorRSSMiB), Result: fmt.Sprintf("%.0f MiB", o.PeakRSSMiB),
 				Status: status(o.PeakRSSMiB > 0 && o.PeakRSSMiB <= goalOperatorRSSMiB)},
-			Goal{Area: "operator", Goal: fmt.Sprintf("≤ %.0f API requests per operation", goalRequestsPerOp), Result: fmt.Sprintf("%.1f", o.RequestsPerOperation),
+			Goal{Area: "operator", Goal: fmt.Sprintf("≤ %.0f API requests per operation", goalRequestsPerOp), Result: fmt.Sprintf("%.2f", o.RequestsPerOperation),
 				Status: status(o.APIRequests > 0 && o.RequestsPerOperation <= goalRequestsPerOp)})
 	} else {
 		goals = append(goals, Goal{Area: "operator", Goal: fmt.Sprintf("200 operations in ≤ %.0f s, peak RSS ≤ %.0f MiB, ≤ %.0f requests per operation", goalOperatorSecs, goalOperatorRSSMiB, goalRequestsPerOp), Result: "not run", Status: GoalNotMeasured})
