@@ -82,7 +82,7 @@ func TestEvaluateGoals(t *testing.T) {
 		{"ops-server adds ≤ 10 % to Flux alone (100 releases)", GoalMet, "+5 % (105.0 s vs 100.0 s for 100 releases)"},
 		{"200 operations done in ≤ 30 s", GoalNotMet, "75.0 s"},
 		{"ops-operator peak RSS", GoalMet, "90 MiB"},
-		{"≤ 30 API requests", GoalNotMet, "35.0"},
+		{"≤ 30 API requests", GoalNotMet, "35.00"},
 		{"ops-apiserver RSS", GoalMet, "70 MiB idle, 95 MiB under load"},
 	} {
 		got := goalByPrefix(goals, tc.prefix)
