@@ -119,19 +119,25 @@ func (h *Handler) list(c echo.Context) error {
 	if req.Watch {
 		return h.watchStream(c, req)
 	}
-	out, err := h.Svc.List(c.Request().Context(), req)
+	out, encoded, err := h.Svc.ListEncoded(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, out)
+	return server.WritePage(c, listPage(out, encoded))
+}
+
+// listPage is the answer of a list: out, written by joining the views'
+// kept encodings.
+func listPage(out ListResponse, encoded []server.Encoded[Operation]) server.Page[Operation] {
+	return server.Page[Operation]{Field: "upgradeOperations", Items: encoded, TokenField: "nextPageToken", Token: out.NextPageToken, Value: out}
 }
 
 func (h *Handler) get(c echo.Context) error {
-	op, err := h.Svc.Get(c.Request().Context(), c.Param("id"))
+	e, err := h.Svc.GetEncoded(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, op)
+	return server.WriteEncoded(c, http.StatusOK, e)
 }
 
 func (h *Handler) events(c echo.Context) error {

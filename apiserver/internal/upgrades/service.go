@@ -18,6 +18,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/idempotency"
 	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
 	"github.com/tidbcloud/ops-server/apiserver/internal/objindex"
+	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/vmclusters"
 	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 	opsv1 "github.com/tidbcloud/ops-server/operator/api/v1alpha1"
@@ -51,15 +52,16 @@ type Service struct {
 	// objects once it has synced (a list is a binary search in its
 	// snapshot sorted by Order, not a copy of every cached operation);
 	// Views keeps the API view of each of its
-	// operations per version (nil: translated per request).
+	// operations, with its JSON encoding, per version (nil: translated
+	// and encoded per request).
 	Index *objindex.Index[*opsv1.ClusterUpgradeOperation]
-	Views *objindex.Memo[Operation]
+	Views *objindex.Memo[server.Encoded[Operation]]
 }
 
-// view is toOperation of o, kept per version when s.Views is set. The
-// result is shared: callers must not modify it.
-func (s *Service) view(o *opsv1.ClusterUpgradeOperation) Operation {
-	return s.Views.Get(o, func() Operation { return toOperation(o) })
+// encoded is toOperation of o and its encoding, kept per version when
+// s.Views is set. The result is shared: callers must not modify it.
+func (s *Service) encoded(o *opsv1.ClusterUpgradeOperation) server.Encoded[Operation] {
+	return s.Views.Get(o, func() server.Encoded[Operation] { return server.Encode(toOperation(o)) })
 }
 
 // VMClusters resolves a vmcluster id (UID or name) the way the vmclusters
@@ -253,11 +255,18 @@ func (s *Service) build(ctx context.Context, req *Request, key string) *opsv1.Cl
 
 // Get returns an operation by name or id (UID).
 func (s *Service) Get(ctx context.Context, id string) (Operation, error) {
+	e, err := s.GetEncoded(ctx, id)
+	return e.View, err
+}
+
+// GetEncoded is Get with the view's JSON encoding (shared: callers must
+// not modify either).
+func (s *Service) GetEncoded(ctx context.Context, id string) (server.Encoded[Operation], error) {
 	obj, err := s.find(ctx, id)
 	if err != nil {
-		return Operation{}, err
+		return server.Encoded[Operation]{}, err
 	}
-	return s.view(obj), nil
+	return s.encoded(obj), nil
 }
 
 func (s *Service) find(ctx context.Context, id string) (*opsv1.ClusterUpgradeOperation, error) {
@@ -361,6 +370,13 @@ func decodeCursor(tok string) (cursor, bool) {
 
 // List returns one page, newest first (creation time, then name).
 func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, error) {
+	out, _, err := s.ListEncoded(ctx, req)
+	return out, err
+}
+
+// ListEncoded is List with the encodings of the page's views, in order
+// (shared: callers must not modify them).
+func (s *Service) ListEncoded(ctx context.Context, req ListRequest) (ListResponse, []server.Encoded[Operation], error) {
 	var from *listing.Key
 	if req.After.Name != "" {
 		from = &listing.Key{Created: req.After.Created, Name: req.After.Name}
@@ -376,7 +392,7 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 	} else {
 		all, err := s.listShared(ctx, req.K8sClusterName)
 		if err != nil {
-			return ListResponse{}, err
+			return ListResponse{}, nil, err
 		}
 		items := all[:0]
 		for _, o := range all {
@@ -387,14 +403,16 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 		page, more = listing.Page(items, compare, after, req.PageSize)
 	}
 	out := ListResponse{UpgradeOperations: make([]Operation, 0, len(page))}
+	encoded := make([]server.Encoded[Operation], 0, len(page))
 	for _, o := range page {
-		out.UpgradeOperations = append(out.UpgradeOperations, s.view(o))
+		e := s.encoded(o)
+		out.UpgradeOperations, encoded = append(out.UpgradeOperations, e.View), append(encoded, e)
 	}
 	if more {
 		last := page[len(page)-1]
 		out.NextPageToken = encodeCursor(cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, Cluster: req.K8sClusterName, Status: req.Status})
 	}
-	return out, nil
+	return out, encoded, nil
 }
 
 // Order is the order of the list, newest first (listing.Key.Compare): the

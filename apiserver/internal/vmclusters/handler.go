@@ -55,22 +55,29 @@ func (h *Handler) list(c echo.Context) error {
 	if req.Watch {
 		return h.watchStream(c, req)
 	}
-	out, err := h.Svc.List(c.Request().Context(), req)
+	out, encoded, err := h.Svc.ListEncoded(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
 	if out.VMClusters == nil {
 		out.VMClusters = []VMCluster{}
 	}
-	return c.JSON(http.StatusOK, out)
+	return server.WritePage(c, listPage(out, encoded))
+}
+
+// listPage is the answer of a list: out, written by joining the views'
+// kept encodings.
+func listPage(out ListResponse, encoded []server.Encoded[VMCluster]) server.Page[VMCluster] {
+	return server.Page[VMCluster]{Field: "vmclusters", Items: encoded, TokenField: "next_page_token", Token: out.NextPageToken, Value: out}
 }
 
 func (h *Handler) get(c echo.Context) error {
-	v, err := h.Svc.Get(c.Request().Context(), c.Param("vmclusterId"))
+	e, err := h.Svc.GetEncoded(c.Request().Context(), c.Param("vmclusterId"))
 	if err != nil {
 		return err
 	}
-	return respond(c, http.StatusOK, v)
+	setETag(c, e.View)
+	return server.WriteEncoded(c, http.StatusOK, e)
 }
 
 func (h *Handler) update(c echo.Context) error {
@@ -107,8 +114,13 @@ func (h *Handler) delete(c echo.Context) error {
 
 // respond writes one vmcluster with its ETag header.
 func respond(c echo.Context, code int, v VMCluster) error {
+	setETag(c, v)
+	return c.JSON(code, v)
+}
+
+// setETag sets v's ETag header.
+func setETag(c echo.Context, v VMCluster) {
 	if v.ETag != "" {
 		c.Response().Header().Set("ETag", HeaderETag(v.ETag))
 	}
-	return c.JSON(code, v)
 }

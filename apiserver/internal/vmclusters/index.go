@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/tidbcloud/ops-server/apiserver/internal/objindex"
+	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 )
 
 // ReleaseIndex holds the managed HelmReleases of one namespace (the
@@ -19,27 +20,28 @@ func NewReleaseIndex(ctx context.Context, c cache.Cache, namespace string) (*Rel
 	return objindex.New[*helmv2.HelmRelease](ctx, c, namespace, nil)
 }
 
-// Views keeps the API views of the indexed releases, per release version:
-// translating a release (its applied values above all) is most of the
-// cost of a read.
+// Views keeps the API views of the indexed releases, with their JSON
+// encodings, per release version: translating a release (its applied
+// values above all) and encoding the view are most of the cost of a read.
 type Views struct {
-	brief, full *objindex.Memo[VMCluster]
+	brief, full *objindex.Memo[server.Encoded[VMCluster]]
 }
 
 // NewViews keeps the views of the releases of x.
 func NewViews(x *ReleaseIndex) *Views {
-	return &Views{brief: objindex.NewMemo[VMCluster](x), full: objindex.NewMemo[VMCluster](x)}
+	return &Views{brief: objindex.NewMemo[server.Encoded[VMCluster]](x), full: objindex.NewMemo[server.Encoded[VMCluster]](x)}
 }
 
-// view is Translator.View of hr, kept per version when s.Views is set.
-// The result is shared: callers must not modify it.
-func (s *Service) view(hr *helmv2.HelmRelease, full bool) VMCluster {
+// encoded is Translator.View of hr and its encoding, kept per version
+// when s.Views is set. The result is shared: callers must not modify it.
+func (s *Service) encoded(hr *helmv2.HelmRelease, full bool) server.Encoded[VMCluster] {
+	derive := func() server.Encoded[VMCluster] { return server.Encode(s.Translator.View(hr, full)) }
 	if s.Views == nil {
-		return s.Translator.View(hr, full)
+		return derive()
 	}
 	m := s.Views.brief
 	if full {
 		m = s.Views.full
 	}
-	return m.Get(hr, func() VMCluster { return s.Translator.View(hr, full) })
+	return m.Get(hr, derive)
 }

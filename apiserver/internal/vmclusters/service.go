@@ -19,6 +19,7 @@ import (
 	"github.com/tidbcloud/ops-server/apiserver/internal/apierror"
 	"github.com/tidbcloud/ops-server/apiserver/internal/auth"
 	"github.com/tidbcloud/ops-server/apiserver/internal/listing"
+	"github.com/tidbcloud/ops-server/apiserver/internal/server"
 	"github.com/tidbcloud/ops-server/apiserver/internal/watch"
 )
 
@@ -292,18 +293,32 @@ func (s *Service) resolve(ctx context.Context, id string) (*helmv2.HelmRelease, 
 
 // Get returns one vmcluster with its values.
 func (s *Service) Get(ctx context.Context, id string) (VMCluster, error) {
+	e, err := s.GetEncoded(ctx, id)
+	return e.View, err
+}
+
+// GetEncoded is Get with the view's JSON encoding (shared: callers must
+// not modify either).
+func (s *Service) GetEncoded(ctx context.Context, id string) (server.Encoded[VMCluster], error) {
 	hr, err := s.resolve(ctx, id)
 	if err != nil {
-		return VMCluster{}, err
+		return server.Encoded[VMCluster]{}, err
 	}
-	return s.view(hr, true), nil
+	return s.encoded(hr, true), nil
 }
 
 // List returns a page of vmclusters, by name, filtered by status.
 func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, error) {
+	out, _, err := s.ListEncoded(ctx, req)
+	return out, err
+}
+
+// ListEncoded is List with the encodings of the page's views, in order
+// (shared: callers must not modify them).
+func (s *Service) ListEncoded(ctx context.Context, req ListRequest) (ListResponse, []server.Encoded[VMCluster], error) {
 	hrs, err := s.Store.List(ctx)
 	if err != nil {
-		return ListResponse{}, fmt.Errorf("listing HelmReleases: %w", err)
+		return ListResponse{}, nil, fmt.Errorf("listing HelmReleases: %w", err)
 	}
 	// The releases come sorted by name: the page starts at the token's
 	// name (binary search) and only its releases are filtered and
@@ -319,10 +334,12 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, erro
 		next = EncodePageToken(selected[len(selected)-1].Name, req.Status)
 	}
 	page := make([]VMCluster, 0, len(selected))
+	encoded := make([]server.Encoded[VMCluster], 0, len(selected))
 	for _, hr := range selected {
-		page = append(page, s.view(hr, false))
+		e := s.encoded(hr, false)
+		page, encoded = append(page, e.View), append(encoded, e)
 	}
-	return ListResponse{VMClusters: page, NextPageToken: next}, nil
+	return ListResponse{VMClusters: page, NextPageToken: next}, encoded, nil
 }
 
 // releases writes the service's HelmReleases.
