@@ -227,7 +227,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if up.Index, err = objindex.New(ctx, a.cache, cfg.Upgrades.Namespace, upgrades.Order); err != nil {
 		return nil, fmt.Errorf("indexing ClusterUpgradeOperations: %w", err)
 	}
-	up.Views = objindex.NewMemo[server.Encoded[upgrades.Operation]](up.Index)
+	up.Views = objindex.NewMemo[*server.Encoded[upgrades.Operation]](up.Index)
 	wc := cfg.Watch
 	a.watches = watch.NewBroker(watch.Options{
 		Heartbeat: wc.Heartbeat.Duration, MaxDuration: wc.MaxDuration.Duration,

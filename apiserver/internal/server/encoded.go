@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 )
@@ -11,7 +13,8 @@ import (
 // Encoded is an API view with its JSON encoding, made once with the view.
 // Views are kept per object version (package objindex), so a read writes
 // the bytes kept instead of encoding the view again: encoding was most of
-// a read's cost once the views themselves were kept.
+// a read's cost once the views themselves were kept. An Encoded is shared
+// by the readers: it must not be modified.
 type Encoded[V any] struct {
 	View V
 	// JSON is View as json.Marshal encodes it (what c.JSON writes, less
@@ -20,51 +23,55 @@ type Encoded[V any] struct {
 }
 
 // Encode encodes v once.
-func Encode[V any](v V) Encoded[V] {
+func Encode[V any](v V) *Encoded[V] {
 	b, err := json.Marshal(v)
 	if err != nil {
 		b = nil // answered through c.JSON, which reports the error as before
 	}
-	return Encoded[V]{View: v, JSON: b}
+	return &Encoded[V]{View: v, JSON: b}
 }
 
 // WriteEncoded answers with e, byte for byte what c.JSON(code, e.View)
 // writes.
-func WriteEncoded[V any](c echo.Context, code int, e Encoded[V]) error {
+func WriteEncoded[V any](c echo.Context, code int, e *Encoded[V]) error {
 	if e.JSON == nil || !plainJSON(c) {
 		return c.JSON(code, e.View)
 	}
-	b := make([]byte, 0, len(e.JSON)+1)
-	return c.JSONBlob(code, append(append(b, e.JSON...), '\n'))
+	buf := getBuffer(len(e.JSON) + 1)
+	defer putBuffer(buf)
+	buf.Write(e.JSON)
+	buf.WriteByte('\n')
+	return writeBlob(c, code, buf.Bytes())
 }
 
 // Page is a list's answer: its items under Field, then the token of the
-// next page under TokenField, omitted when empty. Value is the same
-// answer as a struct (what c.JSON would encode).
+// next page under TokenField, omitted when empty. Value makes the same
+// answer as a struct (what c.JSON would encode), for when the items'
+// bytes cannot be used.
 type Page[V any] struct {
 	Field, TokenField string
-	Items             []Encoded[V]
+	Items             []*Encoded[V]
 	Token             string
-	Value             any
+	Value             func() any
 }
 
 // WritePage answers a list 200 with p, byte for byte what c.JSON writes of
-// p.Value, by joining the items' encodings.
+// p.Value(), by joining the items' encodings.
 func WritePage[V any](c echo.Context, p Page[V]) error {
 	if !plainJSON(c) {
-		return c.JSON(http.StatusOK, p.Value)
+		return c.JSON(http.StatusOK, p.Value())
 	}
 	size := len(p.Field) + len(p.TokenField) + len(p.Token) + 32
 	for _, it := range p.Items {
 		if it.JSON == nil {
-			return c.JSON(http.StatusOK, p.Value)
+			return c.JSON(http.StatusOK, p.Value())
 		}
 		size += len(it.JSON) + 1
 	}
-	var buf bytes.Buffer
-	buf.Grow(size)
+	buf := getBuffer(size)
+	defer putBuffer(buf)
 	buf.WriteByte('{')
-	writeString(&buf, p.Field)
+	writeString(buf, p.Field)
 	buf.WriteString(":[")
 	for i, it := range p.Items {
 		if i > 0 {
@@ -75,12 +82,19 @@ func WritePage[V any](c echo.Context, p Page[V]) error {
 	buf.WriteByte(']')
 	if p.Token != "" {
 		buf.WriteByte(',')
-		writeString(&buf, p.TokenField)
+		writeString(buf, p.TokenField)
 		buf.WriteByte(':')
-		writeString(&buf, p.Token)
+		writeString(buf, p.Token)
 	}
 	buf.WriteString("}\n")
-	return c.JSONBlob(http.StatusOK, buf.Bytes())
+	return writeBlob(c, http.StatusOK, buf.Bytes())
+}
+
+// writeBlob writes b as c.JSON would (its content type), with its length:
+// one write, not chunks.
+func writeBlob(c echo.Context, code int, b []byte) error {
+	c.Response().Header().Set(echo.HeaderContentLength, strconv.Itoa(len(b)))
+	return c.JSONBlob(code, b)
 }
 
 // writeString writes s as a JSON string, escaped as encoding/json does.
@@ -99,4 +113,25 @@ func plainJSON(c echo.Context) bool {
 	}
 	_, pretty := c.QueryParams()["pretty"]
 	return !pretty
+}
+
+// buffers are the answers' buffers, reused: a page of 50 vmclusters is
+// tens of KiB, allocated per request otherwise.
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBuffer bounds what the pool keeps: a rare huge answer's buffer
+// is left to the garbage collector.
+const maxPooledBuffer = 1 << 20
+
+func getBuffer(size int) *bytes.Buffer {
+	buf := buffers.Get().(*bytes.Buffer)
+	buf.Reset()
+	buf.Grow(size)
+	return buf
+}
+
+func putBuffer(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledBuffer {
+		buffers.Put(buf)
+	}
 }

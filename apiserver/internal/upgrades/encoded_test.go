@@ -23,14 +23,14 @@ func TestListAnswerIsListResponse(t *testing.T) {
 		{ID: "u2", Name: "op-b", Namespace: "ops", Phase: "Pending"},
 	}
 	for _, out := range []ListResponse{{UpgradeOperations: ops}, {UpgradeOperations: ops[:1], NextPageToken: "tok"}, {UpgradeOperations: []Operation{}}} {
-		var encoded []server.Encoded[Operation]
+		var encoded []*server.Encoded[Operation]
 		for _, o := range out.UpgradeOperations {
 			encoded = append(encoded, server.Encode(o))
 		}
 		e := echo.New()
 		want, got := httptest.NewRecorder(), httptest.NewRecorder()
 		g.Expect(e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), want).JSON(http.StatusOK, out)).To(Succeed())
-		g.Expect(server.WritePage(e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), got), listPage(out, encoded))).To(Succeed())
+		g.Expect(server.WritePage(e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), got), listPage(encoded, out.NextPageToken))).To(Succeed())
 		g.Expect(got.Body.String()).To(Equal(want.Body.String()))
 	}
 }

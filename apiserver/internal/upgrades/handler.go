@@ -119,17 +119,18 @@ func (h *Handler) list(c echo.Context) error {
 	if req.Watch {
 		return h.watchStream(c, req)
 	}
-	out, encoded, err := h.Svc.ListEncoded(c.Request().Context(), req)
+	items, next, err := h.Svc.ListEncoded(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
-	return server.WritePage(c, listPage(out, encoded))
+	return server.WritePage(c, listPage(items, next))
 }
 
-// listPage is the answer of a list: out, written by joining the views'
-// kept encodings.
-func listPage(out ListResponse, encoded []server.Encoded[Operation]) server.Page[Operation] {
-	return server.Page[Operation]{Field: "upgradeOperations", Items: encoded, TokenField: "nextPageToken", Token: out.NextPageToken, Value: out}
+// listPage is the answer of a list, its ListResponse written by joining
+// the views' kept encodings.
+func listPage(items []*server.Encoded[Operation], next string) server.Page[Operation] {
+	return server.Page[Operation]{Field: "upgradeOperations", Items: items, TokenField: "nextPageToken", Token: next,
+		Value: func() any { return listResponse(items, next) }}
 }
 
 func (h *Handler) get(c echo.Context) error {

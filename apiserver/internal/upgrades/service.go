@@ -55,13 +55,13 @@ type Service struct {
 	// operations, with its JSON encoding, per version (nil: translated
 	// and encoded per request).
 	Index *objindex.Index[*opsv1.ClusterUpgradeOperation]
-	Views *objindex.Memo[server.Encoded[Operation]]
+	Views *objindex.Memo[*server.Encoded[Operation]]
 }
 
 // encoded is toOperation of o and its encoding, kept per version when
 // s.Views is set. The result is shared: callers must not modify it.
-func (s *Service) encoded(o *opsv1.ClusterUpgradeOperation) server.Encoded[Operation] {
-	return s.Views.Get(o, func() server.Encoded[Operation] { return server.Encode(toOperation(o)) })
+func (s *Service) encoded(o *opsv1.ClusterUpgradeOperation) *server.Encoded[Operation] {
+	return s.Views.Get(o, func() *server.Encoded[Operation] { return server.Encode(toOperation(o)) })
 }
 
 // VMClusters resolves a vmcluster id (UID or name) the way the vmclusters
@@ -256,15 +256,18 @@ func (s *Service) build(ctx context.Context, req *Request, key string) *opsv1.Cl
 // Get returns an operation by name or id (UID).
 func (s *Service) Get(ctx context.Context, id string) (Operation, error) {
 	e, err := s.GetEncoded(ctx, id)
-	return e.View, err
+	if err != nil {
+		return Operation{}, err
+	}
+	return e.View, nil
 }
 
 // GetEncoded is Get with the view's JSON encoding (shared: callers must
 // not modify either).
-func (s *Service) GetEncoded(ctx context.Context, id string) (server.Encoded[Operation], error) {
+func (s *Service) GetEncoded(ctx context.Context, id string) (*server.Encoded[Operation], error) {
 	obj, err := s.find(ctx, id)
 	if err != nil {
-		return server.Encoded[Operation]{}, err
+		return nil, err
 	}
 	return s.encoded(obj), nil
 }
@@ -370,13 +373,26 @@ func decodeCursor(tok string) (cursor, bool) {
 
 // List returns one page, newest first (creation time, then name).
 func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, error) {
-	out, _, err := s.ListEncoded(ctx, req)
-	return out, err
+	items, next, err := s.ListEncoded(ctx, req)
+	if err != nil {
+		return ListResponse{}, err
+	}
+	return listResponse(items, next), nil
 }
 
-// ListEncoded is List with the encodings of the page's views, in order
-// (shared: callers must not modify them).
-func (s *Service) ListEncoded(ctx context.Context, req ListRequest) (ListResponse, []server.Encoded[Operation], error) {
+// listResponse is the ListResponse of a page's views and its next page
+// token.
+func listResponse(items []*server.Encoded[Operation], next string) ListResponse {
+	out := ListResponse{UpgradeOperations: make([]Operation, 0, len(items)), NextPageToken: next}
+	for _, e := range items {
+		out.UpgradeOperations = append(out.UpgradeOperations, e.View)
+	}
+	return out
+}
+
+// ListEncoded is List as the page's views with their encodings, in order
+// (shared: callers must not modify them), and the next page's token.
+func (s *Service) ListEncoded(ctx context.Context, req ListRequest) ([]*server.Encoded[Operation], string, error) {
 	var from *listing.Key
 	if req.After.Name != "" {
 		from = &listing.Key{Created: req.After.Created, Name: req.After.Name}
@@ -392,7 +408,7 @@ func (s *Service) ListEncoded(ctx context.Context, req ListRequest) (ListRespons
 	} else {
 		all, err := s.listShared(ctx, req.K8sClusterName)
 		if err != nil {
-			return ListResponse{}, nil, err
+			return nil, "", err
 		}
 		items := all[:0]
 		for _, o := range all {
@@ -402,17 +418,16 @@ func (s *Service) ListEncoded(ctx context.Context, req ListRequest) (ListRespons
 		}
 		page, more = listing.Page(items, compare, after, req.PageSize)
 	}
-	out := ListResponse{UpgradeOperations: make([]Operation, 0, len(page))}
-	encoded := make([]server.Encoded[Operation], 0, len(page))
+	items := make([]*server.Encoded[Operation], 0, len(page))
 	for _, o := range page {
-		e := s.encoded(o)
-		out.UpgradeOperations, encoded = append(out.UpgradeOperations, e.View), append(encoded, e)
+		items = append(items, s.encoded(o))
 	}
+	next := ""
 	if more {
 		last := page[len(page)-1]
-		out.NextPageToken = encodeCursor(cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, Cluster: req.K8sClusterName, Status: req.Status})
+		next = encodeCursor(cursor{Created: last.CreationTimestamp.Unix(), Name: last.Name, Cluster: req.K8sClusterName, Status: req.Status})
 	}
-	return out, encoded, nil
+	return items, next, nil
 }
 
 // Order is the order of the list, newest first (listing.Key.Compare): the

@@ -22,14 +22,14 @@ func TestListAnswerIsListResponse(t *testing.T) {
 		{Name: "vmclusters/b", ID: "u2", Status: "CREATING", StatusMessage: "waiting & so on"},
 	}
 	for _, out := range []ListResponse{{VMClusters: views}, {VMClusters: views[:1], NextPageToken: "tok"}} {
-		var encoded []server.Encoded[VMCluster]
+		var encoded []*server.Encoded[VMCluster]
 		for _, v := range out.VMClusters {
 			encoded = append(encoded, server.Encode(v))
 		}
 		e := echo.New()
 		want, got := httptest.NewRecorder(), httptest.NewRecorder()
 		g.Expect(e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), want).JSON(http.StatusOK, out)).To(Succeed())
-		g.Expect(server.WritePage(e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), got), listPage(out, encoded))).To(Succeed())
+		g.Expect(server.WritePage(e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), got), listPage(encoded, out.NextPageToken))).To(Succeed())
 		g.Expect(got.Body.String()).To(Equal(want.Body.String()))
 	}
 }

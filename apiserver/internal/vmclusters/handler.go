@@ -55,20 +55,18 @@ func (h *Handler) list(c echo.Context) error {
 	if req.Watch {
 		return h.watchStream(c, req)
 	}
-	out, encoded, err := h.Svc.ListEncoded(c.Request().Context(), req)
+	items, next, err := h.Svc.ListEncoded(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
-	if out.VMClusters == nil {
-		out.VMClusters = []VMCluster{}
-	}
-	return server.WritePage(c, listPage(out, encoded))
+	return server.WritePage(c, listPage(items, next))
 }
 
-// listPage is the answer of a list: out, written by joining the views'
-// kept encodings.
-func listPage(out ListResponse, encoded []server.Encoded[VMCluster]) server.Page[VMCluster] {
-	return server.Page[VMCluster]{Field: "vmclusters", Items: encoded, TokenField: "next_page_token", Token: out.NextPageToken, Value: out}
+// listPage is the answer of a list, its ListResponse written by joining
+// the views' kept encodings.
+func listPage(items []*server.Encoded[VMCluster], next string) server.Page[VMCluster] {
+	return server.Page[VMCluster]{Field: "vmclusters", Items: items, TokenField: "next_page_token", Token: next,
+		Value: func() any { return listResponse(items, next) }}
 }
 
 func (h *Handler) get(c echo.Context) error {

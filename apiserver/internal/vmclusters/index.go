@@ -24,18 +24,18 @@ func NewReleaseIndex(ctx context.Context, c cache.Cache, namespace string) (*Rel
 // encodings, per release version: translating a release (its applied
 // values above all) and encoding the view are most of the cost of a read.
 type Views struct {
-	brief, full *objindex.Memo[server.Encoded[VMCluster]]
+	brief, full *objindex.Memo[*server.Encoded[VMCluster]]
 }
 
 // NewViews keeps the views of the releases of x.
 func NewViews(x *ReleaseIndex) *Views {
-	return &Views{brief: objindex.NewMemo[server.Encoded[VMCluster]](x), full: objindex.NewMemo[server.Encoded[VMCluster]](x)}
+	return &Views{brief: objindex.NewMemo[*server.Encoded[VMCluster]](x), full: objindex.NewMemo[*server.Encoded[VMCluster]](x)}
 }
 
 // encoded is Translator.View of hr and its encoding, kept per version
 // when s.Views is set. The result is shared: callers must not modify it.
-func (s *Service) encoded(hr *helmv2.HelmRelease, full bool) server.Encoded[VMCluster] {
-	derive := func() server.Encoded[VMCluster] { return server.Encode(s.Translator.View(hr, full)) }
+func (s *Service) encoded(hr *helmv2.HelmRelease, full bool) *server.Encoded[VMCluster] {
+	derive := func() *server.Encoded[VMCluster] { return server.Encode(s.Translator.View(hr, full)) }
 	if s.Views == nil {
 		return derive()
 	}

@@ -294,31 +294,47 @@ func (s *Service) resolve(ctx context.Context, id string) (*helmv2.HelmRelease, 
 // Get returns one vmcluster with its values.
 func (s *Service) Get(ctx context.Context, id string) (VMCluster, error) {
 	e, err := s.GetEncoded(ctx, id)
-	return e.View, err
+	if err != nil {
+		return VMCluster{}, err
+	}
+	return e.View, nil
 }
 
 // GetEncoded is Get with the view's JSON encoding (shared: callers must
 // not modify either).
-func (s *Service) GetEncoded(ctx context.Context, id string) (server.Encoded[VMCluster], error) {
+func (s *Service) GetEncoded(ctx context.Context, id string) (*server.Encoded[VMCluster], error) {
 	hr, err := s.resolve(ctx, id)
 	if err != nil {
-		return server.Encoded[VMCluster]{}, err
+		return nil, err
 	}
 	return s.encoded(hr, true), nil
 }
 
 // List returns a page of vmclusters, by name, filtered by status.
 func (s *Service) List(ctx context.Context, req ListRequest) (ListResponse, error) {
-	out, _, err := s.ListEncoded(ctx, req)
-	return out, err
+	items, next, err := s.ListEncoded(ctx, req)
+	if err != nil {
+		return ListResponse{}, err
+	}
+	return listResponse(items, next), nil
 }
 
-// ListEncoded is List with the encodings of the page's views, in order
-// (shared: callers must not modify them).
-func (s *Service) ListEncoded(ctx context.Context, req ListRequest) (ListResponse, []server.Encoded[VMCluster], error) {
+// listResponse is the ListResponse of a page's views and its next page
+// token.
+func listResponse(items []*server.Encoded[VMCluster], next string) ListResponse {
+	page := make([]VMCluster, 0, len(items))
+	for _, e := range items {
+		page = append(page, e.View)
+	}
+	return ListResponse{VMClusters: page, NextPageToken: next}
+}
+
+// ListEncoded is List as the page's views with their encodings, in order
+// (shared: callers must not modify them), and the next page's token.
+func (s *Service) ListEncoded(ctx context.Context, req ListRequest) ([]*server.Encoded[VMCluster], string, error) {
 	hrs, err := s.Store.List(ctx)
 	if err != nil {
-		return ListResponse{}, nil, fmt.Errorf("listing HelmReleases: %w", err)
+		return nil, "", fmt.Errorf("listing HelmReleases: %w", err)
 	}
 	// The releases come sorted by name: the page starts at the token's
 	// name (binary search) and only its releases are filtered and
@@ -333,13 +349,11 @@ func (s *Service) ListEncoded(ctx context.Context, req ListRequest) (ListRespons
 	if more {
 		next = EncodePageToken(selected[len(selected)-1].Name, req.Status)
 	}
-	page := make([]VMCluster, 0, len(selected))
-	encoded := make([]server.Encoded[VMCluster], 0, len(selected))
+	items := make([]*server.Encoded[VMCluster], 0, len(selected))
 	for _, hr := range selected {
-		e := s.encoded(hr, false)
-		page, encoded = append(page, e.View), append(encoded, e)
+		items = append(items, s.encoded(hr, false))
 	}
-	return ListResponse{VMClusters: page, NextPageToken: next}, encoded, nil
+	return items, next, nil
 }
 
 // releases writes the service's HelmReleases.
