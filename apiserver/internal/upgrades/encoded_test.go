@@ -1,15 +1,12 @@
 package upgrades
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	. "github.com/onsi/gomega"
 
-	"github.com/tidbcloud/ops-server/apiserver/internal/server"
+	"github.com/tidbcloud/ops-server/apiserver/internal/server/servertest"
 )
 
 // The list handler joins the views' kept encodings: its answer is what
@@ -23,14 +20,8 @@ func TestListAnswerIsListResponse(t *testing.T) {
 		{ID: "u2", Name: "op-b", Namespace: "ops", Phase: "Pending"},
 	}
 	for _, out := range []ListResponse{{UpgradeOperations: ops}, {UpgradeOperations: ops[:1], NextPageToken: "tok"}, {UpgradeOperations: []Operation{}}} {
-		var encoded []*server.Encoded[Operation]
-		for _, o := range out.UpgradeOperations {
-			encoded = append(encoded, server.Encode(o))
-		}
-		e := echo.New()
-		want, got := httptest.NewRecorder(), httptest.NewRecorder()
-		g.Expect(e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), want).JSON(http.StatusOK, out)).To(Succeed())
-		g.Expect(server.WritePage(e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), got), listPage(encoded, out.NextPageToken))).To(Succeed())
-		g.Expect(got.Body.String()).To(Equal(want.Body.String()))
+		got, want, err := servertest.PageBodies(out.UpgradeOperations, out.NextPageToken, listPage, out)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(want))
 	}
 }

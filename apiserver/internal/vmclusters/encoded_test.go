@@ -2,14 +2,11 @@ package vmclusters
 
 import (
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
-	"github.com/labstack/echo/v4"
 	. "github.com/onsi/gomega"
 
-	"github.com/tidbcloud/ops-server/apiserver/internal/server"
+	"github.com/tidbcloud/ops-server/apiserver/internal/server/servertest"
 )
 
 // The list handler joins the views' kept encodings: its answer is what
@@ -22,14 +19,8 @@ func TestListAnswerIsListResponse(t *testing.T) {
 		{Name: "vmclusters/b", ID: "u2", Status: "CREATING", StatusMessage: "waiting & so on"},
 	}
 	for _, out := range []ListResponse{{VMClusters: views}, {VMClusters: views[:1], NextPageToken: "tok"}} {
-		var encoded []*server.Encoded[VMCluster]
-		for _, v := range out.VMClusters {
-			encoded = append(encoded, server.Encode(v))
-		}
-		e := echo.New()
-		want, got := httptest.NewRecorder(), httptest.NewRecorder()
-		g.Expect(e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), want).JSON(http.StatusOK, out)).To(Succeed())
-		g.Expect(server.WritePage(e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), got), listPage(encoded, out.NextPageToken))).To(Succeed())
-		g.Expect(got.Body.String()).To(Equal(want.Body.String()))
+		got, want, err := servertest.PageBodies(out.VMClusters, out.NextPageToken, listPage, out)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(want))
 	}
 }
