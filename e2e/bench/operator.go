@@ -105,8 +105,9 @@ func (e *env) operatorPhase(ctx context.Context, res *Results) error {
 	saved := stack.OperatorArgs
 	defer func() { stack.OperatorArgs = saved }()
 	// Later flags win: the metrics address is known, the cloud is instant.
-	stack.OperatorArgs = append(append(slices.Clone(saved), operatorArgs...), cfg.OperatorExtraArgs...)
-	stack.OperatorArgs = append(stack.OperatorArgs, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort))
+	args := append(append(slices.Clone(saved), operatorArgs...), cfg.OperatorExtraArgs...)
+	res.Settings.OperatorArgs = args
+	stack.OperatorArgs = append(slices.Clone(args), fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort))
 	if e.profileDir != "" {
 		if hasFlag(filepath.Join(e.binDir, "ops-operator"), pprofFlag) {
 			port, err := testenv.FreePort()
@@ -120,7 +121,6 @@ func (e *env) operatorPhase(ctx context.Context, res *Results) error {
 			res.ProfileErrors = append(res.ProfileErrors, "ops-operator: this build has no "+pprofFlag)
 		}
 	}
-	res.Settings.OperatorArgs = append(append(slices.Clone(saved), operatorArgs...), cfg.OperatorExtraArgs...)
 	e.logf("Starting ops-operator: %s", strings.Join(res.Settings.OperatorArgs, " "))
 	if err := e.st.StartOperator(ctx); err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/tidbcloud/ops-server/e2e/bench"
@@ -38,8 +37,8 @@ func main() {
 	fs.Var(bench.IntList(&cfg.RunningSizes), "running", "releases per side of the time-to-RUNNING runs, one run per size (empty or 0 skips them)")
 	fs.DurationVar(&cfg.RunningTimeout, "running-timeout", cfg.RunningTimeout, "longest wait for the releases of one side to be ready")
 	fs.IntVar(&cfg.OperatorOps, "operator-ops", cfg.OperatorOps, "ClusterUpgradeOperations of the operator run (0 skips it)")
-	fs.Func("operator-args", "more ops-operator flags for the operator run, comma-separated (later flags win), e.g. --concurrent=16", func(v string) error {
-		cfg.OperatorExtraArgs = append(cfg.OperatorExtraArgs, strings.Split(v, ",")...)
+	fs.Func("operator-args", "one more ops-operator flag for the operator run, e.g. --concurrent=16 (repeat for more; later flags win)", func(v string) error {
+		cfg.OperatorExtraArgs = append(cfg.OperatorExtraArgs, v)
 		return nil
 	})
 	fs.IntVar(&cfg.OperatorNodes, "operator-nodes", cfg.OperatorNodes, "nodes of each simulated cluster's node group in the operator run")
